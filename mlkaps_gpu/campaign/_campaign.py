@@ -1,0 +1,365 @@
+"""The campaign pipeline: sampling -> surrogate -> grid optimization -> trees -> verified header.
+
+Every stage reads what the previous one wrote to the campaign directory and records its
+completion in ``campaign.json`` (written atomically), so a killed campaign resumes at the stage it
+was in; sampling resumes at the exact sample count since the store appends whole batches in
+transactions.
+
+Directory layout::
+
+    config.toml          the configuration as given
+    campaign.json        config hash, seed, versions, stages completed
+    samples.sqlite       every measurement
+    models/<obj>.txt     LightGBM boosters
+    optima.csv           best predicted configuration per grid point
+    selector.pkl         the fitted trees
+    <prefix>.h           the header, verified against the trees
+    verification.json    how the header was verified
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import pickle
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from mlkaps_gpu import __version__
+from mlkaps_gpu.campaign._config import CampaignConfig, ConfigError, parse_config
+from mlkaps_gpu.campaign._setup import Setup, prepare
+from mlkaps_gpu.campaign._store import SampleStore
+from mlkaps_gpu.optimize import GridOptimizer
+from mlkaps_gpu.sampling import SAMPLERS, Sampler
+from mlkaps_gpu.surrogate import LightGBMSurrogate
+from mlkaps_gpu.trees import PerParameterSelector, boundary_inputs, verify_header
+
+log = logging.getLogger("mlkaps_gpu")
+
+STAGES = ("sampling", "modeling", "optimization", "trees")
+META = "campaign.json"
+
+
+class CampaignError(RuntimeError):
+    """A campaign directory cannot be used (changed config, foreign directory...)."""
+
+
+Progress = Callable[[str, int, int], None]
+
+
+class Campaign:
+    """One tuning campaign bound to its directory.
+
+    Use :meth:`create_or_resume` to start one; :meth:`run` runs every stage not yet done.
+    """
+
+    def __init__(self, config: CampaignConfig, setup: Setup, directory: Path) -> None:
+        self.config = config
+        self.setup = setup
+        self.space = setup.space
+        self.directory = directory
+        self.store = SampleStore(directory / "samples.sqlite", self.space, setup.objectives)
+
+    # ---------------------------------------------------------------------- construction
+    @classmethod
+    def create_or_resume(
+        cls, config: CampaignConfig, directory: str | Path, *, force: bool = False
+    ) -> Campaign:
+        """Validate everything, then create the directory or resume the one found there."""
+        directory = Path(directory)
+        meta_path = directory / META
+        if meta_path.exists():
+            meta = json.loads(meta_path.read_text())
+            if meta.get("config_sha256") != config.digest and not force:
+                raise CampaignError(
+                    f"{directory}: the configuration differs from the one this campaign was "
+                    "started with (config.toml there); use --force to resume anyway"
+                )
+        elif directory.exists() and any(directory.iterdir()):
+            raise CampaignError(f"{directory}: exists, is not empty and is not a campaign")
+        setup = prepare(config)  # raises ConfigError before anything is written
+        created = not directory.exists()
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            if not meta_path.exists():
+                (directory / "config.toml").write_text(config.text, encoding="utf-8")
+                _write_json(
+                    meta_path,
+                    {
+                        "config_sha256": config.digest,
+                        "name": config.name,
+                        "seed": config.seed,
+                        "version": __version__,
+                        "created": time.time(),
+                        "stages": [],
+                    },
+                )
+            elif json.loads(meta_path.read_text()).get("config_sha256") != config.digest:
+                # --force with a changed config: keep every measurement, redo every stage
+                (directory / "config.toml").write_text(config.text, encoding="utf-8")
+                meta = json.loads(meta_path.read_text())
+                meta.update(config_sha256=config.digest, stages=[])
+                _write_json(meta_path, meta)
+                log.warning("%s: configuration changed; stages will be re-run", directory)
+            return cls(config, setup, directory)
+        except BaseException:
+            if created:
+                shutil.rmtree(directory, ignore_errors=True)
+            raise
+
+    @classmethod
+    def open(cls, directory: str | Path) -> Campaign:
+        """Open an existing campaign directory (for select, report...)."""
+        directory = Path(directory)
+        if not (directory / META).exists():
+            raise CampaignError(f"{directory}: not a campaign directory (no {META})")
+        config = parse_config(
+            (directory / "config.toml").read_text(encoding="utf-8"),
+            path=directory / "config.toml",
+            label="config.toml",
+        )
+        return cls(config, prepare(config), directory)
+
+    # ------------------------------------------------------------------------------ meta
+    @property
+    def meta(self) -> dict[str, Any]:
+        return dict(json.loads((self.directory / META).read_text()))
+
+    def _mark_done(self, stage: str, **details: Any) -> None:
+        meta = self.meta
+        if stage not in meta["stages"]:
+            meta["stages"].append(stage)
+        meta.setdefault("details", {})[stage] = details
+        _write_json(self.directory / META, meta)
+
+    def _clear_after(self, stage: str) -> None:
+        meta = self.meta
+        keep = STAGES[: STAGES.index(stage)]
+        meta["stages"] = [s for s in meta["stages"] if s in keep]
+        _write_json(self.directory / META, meta)
+
+    def done(self, stage: str) -> bool:
+        return stage in self.meta["stages"]
+
+    # ------------------------------------------------------------------------------- run
+    def run(self, progress: Progress | None = None) -> dict[str, Any]:
+        """Run every stage not yet completed; returns a summary."""
+        summary: dict[str, Any] = {}
+        if not self.done("sampling"):
+            summary["sampling"] = self.sample(progress)
+        if not self.done("modeling"):
+            summary["modeling"] = self.fit_models()
+        if not self.done("optimization"):
+            summary["optimization"] = self.optimize(progress)
+        if not self.done("trees"):
+            summary["trees"] = self.build_trees()
+        return summary
+
+    def make_sampler(self) -> Sampler:
+        return SAMPLERS[self.config.sampling.method](self.space, seed=self.config.seed)
+
+    def sample(self, progress: Progress | None = None) -> dict[str, Any]:
+        """Measure until the budget is spent (resuming from what the store holds)."""
+        budget = self.config.sampling.budget
+        batch_size = self.config.sampling.batch_size
+        sampler = self.make_sampler()
+        stored = self.store.load()
+        if len(stored):
+            sampler.tell(stored[self.space.names], stored.drop(columns=self.space.names))
+            log.info("resuming sampling: %d of %d measurements already stored", len(stored), budget)
+        done = len(stored)
+        kernel_seconds = 0.0
+        started = time.perf_counter()
+        while done < budget:
+            rows = sampler.ask(min(batch_size, budget - done))
+            if len(rows) == 0:
+                log.warning("every valid configuration has been measured: stopping at %d", done)
+                break
+            begin = time.perf_counter()
+            results = self.setup.executor.run(rows)
+            kernel_seconds += time.perf_counter() - begin
+            self.store.append(rows, results)
+            sampler.tell(rows, results)
+            done += len(rows)
+            if progress:
+                progress("sampling", done, budget)
+        table = self.store.load()
+        status_counts = {str(k): int(v) for k, v in table["status"].value_counts().items()}
+        details = {
+            "samples": len(table),
+            "status": status_counts,
+            "executor_seconds": round(kernel_seconds, 3),
+            "wall_seconds": round(time.perf_counter() - started, 3),
+        }
+        self._clear_after("sampling")
+        self._mark_done("sampling", **details)
+        return details
+
+    def _surrogate(self, objective: str) -> LightGBMSurrogate:
+        options = self.config.surrogate
+        return LightGBMSurrogate(
+            categorical_features=self.space.categorical_features,
+            n_estimators=options.n_estimators,
+            log_target=options.log_target,
+            seed=self.config.seed,
+            params=options.params,
+        )
+
+    def fit_models(self) -> dict[str, Any]:
+        valid = self.store.valid_samples()
+        if len(valid) < 2:
+            raise CampaignError(
+                f"{self.directory}: only {len(valid)} successful measurements: nothing to learn"
+            )
+        features = self.space.features(valid)
+        models = self.directory / "models"
+        models.mkdir(exist_ok=True)
+        for objective in self.setup.objectives:
+            model = self._surrogate(objective).fit(features, valid[objective].to_numpy())
+            model.save(str(models / f"{objective}.txt"))
+        details = {"trained_on": len(valid)}
+        self._clear_after("modeling")
+        self._mark_done("modeling", **details)
+        return details
+
+    def load_models(self) -> list[LightGBMSurrogate]:
+        return [
+            LightGBMSurrogate.load(
+                str(self.directory / "models" / f"{objective}.txt"),
+                log_target=self.config.surrogate.log_target,
+            )
+            for objective in self.setup.objectives
+        ]
+
+    def grid(self) -> pd.DataFrame:
+        return self.space.grid(self.config.optimization.grid)
+
+    def optimize(self, progress: Progress | None = None) -> dict[str, Any]:
+        options = self.config.optimization
+
+        def report(done: int, total: int) -> None:
+            if progress:
+                progress("optimization", done, total)
+
+        optimizer = GridOptimizer(
+            self.space,
+            objectives=self.setup.objectives,
+            directions=self.setup.directions,
+            method=options.method,  # type: ignore[arg-type]
+            population=options.population,
+            generations=options.generations,
+            weights=options.weights,
+            seed=self.config.seed,
+            progress=report,
+        )
+        started = time.perf_counter()
+        optima = optimizer.run(self.load_models(), self.grid())
+        method = optima.attrs.get("method", options.method)
+        optima = optima[optima["n_valid"] != 0].reset_index(drop=True)
+        _atomic_csv(optima, self.directory / "optima.csv")
+        details = {
+            "grid_points": len(optima),
+            "method": method,
+            "seconds": round(time.perf_counter() - started, 3),
+        }
+        self._clear_after("optimization")
+        self._mark_done("optimization", **details)
+        return details
+
+    def load_optima(self) -> pd.DataFrame:
+        optima = pd.read_csv(self.directory / "optima.csv", keep_default_na=False)
+        for name in self.space.names:
+            parameter = self.space.parameters[name]
+            kind = parameter.kind
+            if kind == "categorical":
+                optima[name] = optima[name].astype(str).astype(object)
+            elif kind == "bool":
+                optima[name] = optima[name].map(
+                    lambda v: v if isinstance(v, bool) else str(v) == "True"
+                )
+            else:
+                optima[name] = optima[name].astype(parameter.dtype)
+        return optima
+
+    def samples_digest(self) -> str:
+        table = self.store.load().drop(columns=["timestamp"])
+        return hashlib.sha256(table.to_csv(index=False).encode()).hexdigest()
+
+    @property
+    def header_path(self) -> Path:
+        return self.directory / f"{self.config.trees.prefix}.h"
+
+    def build_trees(self) -> dict[str, Any]:
+        """Fit the trees, write the header and verify it against the trees through cffi."""
+        options = self.config.trees
+        optima = self.load_optima()
+        selector = PerParameterSelector(max_depth=options.max_depth, random_state=self.config.seed)
+        selector.fit(optima, self.space.inputs, self.space.design)
+        provenance = {
+            "campaign": self.config.name,
+            "samples": len(self.store),
+            "samples_sha256": self.samples_digest(),
+            "config_sha256": self.config.digest,
+        }
+        header = selector.to_c(options.prefix, provenance=provenance)
+        (self.directory / "build").mkdir(exist_ok=True)
+        rng = np.random.default_rng(self.config.seed)
+        checks = boundary_inputs(selector, options.verify_inputs, rng)
+        report = verify_header(
+            selector, header, checks, prefix=options.prefix, workdir=self.directory / "build"
+        )
+        if not report.ok:
+            raise CampaignError(f"generated header failed verification: {report}")
+        _atomic_write(self.directory / "selector.pkl", pickle.dumps(selector))
+        _atomic_write(self.header_path, header.encode())
+        details = {
+            "header": self.header_path.name,
+            "verified_inputs": report.n_rows,
+            "mismatches": report.n_mismatches,
+            "leaves": {
+                name: int(tree.n_leaves) for name, tree in _tree_sizes(selector).items()
+            },
+        }
+        _write_json(self.directory / "verification.json", details)
+        self._mark_done("trees", **details)
+        return details
+
+    def load_selector(self) -> PerParameterSelector:
+        with open(self.directory / "selector.pkl", "rb") as handle:
+            selector = pickle.load(handle)  # noqa: S301 - our own file, written by build_trees
+        if not isinstance(selector, PerParameterSelector):
+            raise CampaignError(f"{self.directory}: selector.pkl holds no selector")
+        return selector
+
+
+def _tree_sizes(selector: PerParameterSelector) -> dict[str, Any]:
+    model = selector.model_
+    return dict(zip(model.tree_names, model.trees, strict=True))
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    temporary = path.with_name(path.name + ".tmp")
+    with open(temporary, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temporary, path)
+
+
+def _write_json(path: Path, data: Any) -> None:
+    _atomic_write(path, json.dumps(data, indent=2, sort_keys=True).encode())
+
+
+def _atomic_csv(table: pd.DataFrame, path: Path) -> None:
+    _atomic_write(path, table.to_csv(index=False).encode())
+
+
+__all__ = ["Campaign", "CampaignError", "ConfigError", "STAGES"]

@@ -1,0 +1,149 @@
+"""Turn a validated configuration into a Space and an Executor (still before any directory is
+created, so every error is reported while nothing has been written)."""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from mlkaps_gpu.campaign._config import (
+    CampaignConfig,
+    ConfigError,
+    build_space,
+    parameters_from_specs,
+)
+from mlkaps_gpu.executors import Executor, ExecutorError, PythonExecutor, ReplayDataError
+from mlkaps_gpu.space import Parameter, Space, SpaceError
+
+
+@dataclass
+class Setup:
+    """What a campaign runs with."""
+
+    space: Space
+    executor: Executor
+    objectives: list[str]
+    directions: list[str]
+    expert: Any = None
+
+
+def prepare(config: CampaignConfig) -> Setup:
+    """Build the space and executor of a configuration; raise ConfigError on any problem."""
+    label = config.path.name
+    kernel = config.kernel
+    inputs = parameters_from_specs(label, "inputs", config.input_specs)
+    design = parameters_from_specs(label, "design", config.design_specs)
+    expert = None
+    if kernel.executor == "python":
+        executor: Executor = _python_executor(config)
+    elif kernel.executor == "replay":
+        executor, replay_inputs, replay_design = _replay_executor(config)
+        if design:
+            raise ConfigError(
+                f"{label}: [design] {design[0].name}: a replay campaign takes its design "
+                "parameters from the data; give only 'constraints'"
+            )
+        inputs = [*replay_inputs, *inputs]
+        design = replay_design
+    else:
+        executor, builtin_inputs, builtin_design, expert = _builtin_executor(config)
+        inputs = inputs or builtin_inputs
+        design = design or builtin_design
+    _check_unique(label, inputs, design)
+    space = build_space(config, inputs, design)
+    try:
+        space.check_satisfiable(np.random.default_rng(config.seed))
+    except SpaceError:
+        raise ConfigError(
+            f"{label}: [design] constraints: no configuration satisfies them "
+            f"({'; '.join(config.constraints)})"
+        ) from None
+    objectives = list(config.objectives)
+    missing = [o for o in objectives if o not in executor.objectives]
+    if missing:
+        raise ConfigError(
+            f"{label}: [objectives] {missing[0]}: the kernel produces only "
+            f"{', '.join(executor.objectives)}"
+        )
+    return Setup(space, executor, objectives, list(config.objectives.values()), expert)
+
+
+def _check_unique(label: str, inputs: list[Parameter], design: list[Parameter]) -> None:
+    seen: set[str] = set()
+    for section, parameters in (("inputs", inputs), ("design", design)):
+        for parameter in parameters:
+            if parameter.name in seen:
+                raise ConfigError(
+                    f"{label}: [{section}] {parameter.name}: duplicate parameter name"
+                )
+            seen.add(parameter.name)
+
+
+def _python_executor(config: CampaignConfig) -> Executor:
+    label = config.path.name
+    kernel = config.kernel
+    reference = kernel.function or ""
+    module_name, _, function_name = reference.partition(":")
+    if not module_name or not function_name:
+        raise ConfigError(f"{label}: [kernel] function: must be 'module:function', got {reference!r}")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise ConfigError(f"{label}: [kernel] function: cannot import {module_name} ({error})") from None
+    function = getattr(module, function_name, None)
+    if not callable(function):
+        raise ConfigError(f"{label}: [kernel] function: {reference} is not a callable")
+    return PythonExecutor(
+        function,
+        objectives=tuple(config.objectives),
+        repeats=kernel.repeats,
+        warmup=kernel.warmup,
+        measure=kernel.measure,
+    )
+
+
+def _replay_executor(config: CampaignConfig) -> tuple[Executor, list[Parameter], list[Parameter]]:
+    from mlkaps_gpu.executors import ReplayExecutor
+
+    label = config.path.name
+    kernel = config.kernel
+    options: dict[str, Any] = {}
+    if kernel.design_columns:
+        options["design_columns"] = kernel.design_columns
+    if kernel.key_suffix:
+        options["key_suffix"] = kernel.key_suffix
+        options["suffix_keys"] = tuple(kernel.suffix_keys or ())
+    try:
+        executor = ReplayExecutor.from_files(
+            kernel.files, format=kernel.format, objective=kernel.objective, **options  # type: ignore[arg-type]
+        )
+    except (ReplayDataError, ExecutorError) as error:
+        raise ConfigError(f"{label}: [kernel] files: {error}") from None
+    input_parameter = executor.input_parameter()
+    inputs = [input_parameter] if input_parameter is not None else []
+    return executor, inputs, executor.design_parameters()
+
+
+def _builtin_executor(
+    config: CampaignConfig,
+) -> tuple[Executor, list[Parameter], list[Parameter], Any]:
+    from mlkaps_gpu.kernels import BUILTIN_KERNELS, load_builtin
+
+    label = config.path.name
+    name = config.kernel.builtin or ""
+    if name not in BUILTIN_KERNELS:
+        raise ConfigError(
+            f"{label}: [kernel] builtin: unknown kernel '{name}' "
+            f"(shipped: {', '.join(sorted(BUILTIN_KERNELS))})"
+        )
+    kernel = load_builtin(name)
+    if not config.constraints:
+        config.constraints = list(kernel.constraints)
+    try:
+        executor = kernel.make_executor(**config.kernel.options)
+    except (ExecutorError, TypeError, ValueError) as error:
+        raise ConfigError(f"{label}: [kernel] options: {error}") from None
+    return executor, list(kernel.inputs), list(kernel.design), kernel.expert

@@ -1,0 +1,125 @@
+"""The campaign store: an append-only SQLite table of every measurement.
+
+One row per measured configuration: the input and design values, the objectives, ``status``,
+``n_repeats``, the raw repeat times (JSON text), a message, the batch number and a timestamp.
+Each batch is appended in one transaction, so a campaign killed at any moment holds either all of
+a batch or none of it, and a restarted campaign can count exactly what was measured.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from mlkaps_gpu.executors import RESULT_COLUMNS
+from mlkaps_gpu.space import Space
+
+_BOOKKEEPING = ("batch", "timestamp")
+
+
+class SampleStore:
+    """SQLite-backed measurement table of one campaign.
+
+    Args:
+        path: the database file (created if missing).
+        space: the search space (column names and types).
+        objectives: objective column names.
+    """
+
+    def __init__(self, path: str | Path, space: Space, objectives: Sequence[str]) -> None:
+        self.path = Path(path)
+        self.space = space
+        self.objectives = list(objectives)
+        self._columns = [*space.names, *self.objectives, *RESULT_COLUMNS, *_BOOKKEEPING]
+        with self._connect() as connection:
+            declared = ", ".join(f'"{c}" {self._sql_type(c)}' for c in self._columns)
+            connection.execute(
+                f"CREATE TABLE IF NOT EXISTS samples (id INTEGER PRIMARY KEY, {declared})"
+            )
+
+    def _connect(self) -> sqlite3.Connection:
+        connection = sqlite3.connect(self.path, timeout=60)
+        connection.execute("PRAGMA journal_mode=WAL")
+        connection.execute("PRAGMA synchronous=FULL")
+        return connection
+
+    def _sql_type(self, column: str) -> str:
+        if column in self.space.parameters:
+            kind = self.space.parameters[column].kind
+            return {"int": "INTEGER", "bool": "INTEGER", "float": "REAL"}.get(kind, "TEXT")
+        if column in self.objectives or column == "timestamp":
+            return "REAL"
+        if column in ("n_repeats", "batch"):
+            return "INTEGER"
+        return "TEXT"
+
+    def append(self, rows: pd.DataFrame, results: pd.DataFrame) -> None:
+        """Append one measured batch atomically."""
+        if len(rows) != len(results):
+            raise ValueError("append: rows and results differ in length")
+        if len(rows) == 0:
+            return
+        table = pd.concat(
+            [rows[self.space.names].reset_index(drop=True), results.reset_index(drop=True)],
+            axis=1,
+        )
+        with self._connect() as connection:
+            batch = connection.execute("SELECT COALESCE(MAX(batch), -1) + 1 FROM samples")
+            table["batch"] = int(batch.fetchone()[0])
+            table["timestamp"] = time.time()
+            records = []
+            for record in table[self._columns].itertuples(index=False, name=None):
+                records.append(tuple(_to_sql(v) for v in record))
+            marks = ", ".join("?" for _ in self._columns)
+            names = ", ".join(f'"{c}"' for c in self._columns)
+            connection.execute("BEGIN")
+            connection.executemany(f"INSERT INTO samples ({names}) VALUES ({marks})", records)
+        connection.close()
+
+    def __len__(self) -> int:
+        with self._connect() as connection:
+            count = int(connection.execute("SELECT COUNT(*) FROM samples").fetchone()[0])
+        connection.close()
+        return count
+
+    def load(self) -> pd.DataFrame:
+        """Every stored measurement, in insertion order, with parameter dtypes restored."""
+        with self._connect() as connection:
+            names = ", ".join(f'"{c}"' for c in self._columns)
+            table = pd.read_sql_query(f"SELECT {names} FROM samples ORDER BY id", connection)
+        connection.close()
+        for name in self.space.names:
+            parameter = self.space.parameters[name]
+            if parameter.kind == "categorical":
+                table[name] = table[name].astype(object)
+            elif parameter.kind == "bool":
+                table[name] = table[name].astype(np.int64).astype(bool)
+            else:
+                table[name] = table[name].astype(parameter.dtype)
+        for name in self.objectives:
+            table[name] = table[name].astype(np.float64)
+        for name in ("status", "raw_times", "message"):
+            table[name] = table[name].astype(object)
+        return table
+
+    def valid_samples(self) -> pd.DataFrame:
+        """Measurements with status ``ok``."""
+        table = self.load()
+        return table[table["status"] == "ok"].reset_index(drop=True)
+
+
+def _to_sql(value: object) -> object:
+    if isinstance(value, (np.bool_, bool)):
+        return int(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.floating):
+        return None if np.isnan(value) else float(value)
+    if isinstance(value, float) and np.isnan(value):
+        return None
+    return value

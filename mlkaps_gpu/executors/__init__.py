@@ -1,0 +1,40 @@
+"""Executors: measure configurations (replay, Python callables, C kernels, CUDA kernels...)."""
+
+from mlkaps_gpu.executors._base import (
+    COMPILE_ERROR,
+    INVALID,
+    OK,
+    RESULT_COLUMNS,
+    RUNTIME_ERROR,
+    STATUSES,
+    TIMEOUT,
+    Executor,
+    ExecutorError,
+    empty_results,
+    encode_times,
+)
+from mlkaps_gpu.executors._kernel_tuner_cache import KernelTunerCache, load_kernel_tuner_cache
+from mlkaps_gpu.executors._python import PythonExecutor
+from mlkaps_gpu.executors._replay import ReplayExecutor
+from mlkaps_gpu.executors._replay_data import ReplayDataError, ReplayTable, load_replay_csv
+
+__all__ = [
+    "COMPILE_ERROR",
+    "INVALID",
+    "OK",
+    "RESULT_COLUMNS",
+    "RUNTIME_ERROR",
+    "STATUSES",
+    "TIMEOUT",
+    "Executor",
+    "ExecutorError",
+    "KernelTunerCache",
+    "PythonExecutor",
+    "ReplayDataError",
+    "ReplayExecutor",
+    "ReplayTable",
+    "empty_results",
+    "encode_times",
+    "load_kernel_tuner_cache",
+    "load_replay_csv",
+]

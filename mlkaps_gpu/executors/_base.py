@@ -1,0 +1,104 @@
+"""The executor extension point: measure a batch of configurations.
+
+Life cycle: the campaign builds an executor once, then calls :meth:`Executor.run` with batches of
+rows (one column per input and design parameter); each call returns one result row per input row,
+in the same order. A failed measurement is a *result* (a status other than ``ok``), never an
+exception: it is stored like any other and never retried silently. ``close`` releases worker
+processes, compiled modules or devices.
+"""
+
+from __future__ import annotations
+
+import abc
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+#: Allowed values of the ``status`` column.
+STATUSES: tuple[str, ...] = ("ok", "invalid", "compile_error", "runtime_error", "timeout")
+OK = "ok"
+INVALID = "invalid"
+COMPILE_ERROR = "compile_error"
+RUNTIME_ERROR = "runtime_error"
+TIMEOUT = "timeout"
+
+#: Bookkeeping columns every result table has, besides one column per objective.
+RESULT_COLUMNS: tuple[str, ...] = ("status", "n_repeats", "raw_times", "message")
+
+
+class ExecutorError(RuntimeError):
+    """The executor itself cannot work (bad setup); distinct from a failed measurement."""
+
+
+class Executor(abc.ABC):
+    """Base class of every executor.
+
+    Subclasses implement :meth:`_run`, which receives the validated batch and returns a table
+    with the objective columns and ``status``; the public :meth:`run` fills in the bookkeeping
+    columns, checks the shape and keeps row order.
+
+    Attributes:
+        objectives: names of the objective columns this executor produces.
+    """
+
+    objectives: tuple[str, ...] = ("time",)
+
+    def run(self, rows: pd.DataFrame) -> pd.DataFrame:
+        """Measure every row; returns one result row per input row, same order and index."""
+        rows = rows.reset_index(drop=True)
+        if len(rows) == 0:
+            return empty_results(self.objectives)
+        result = self._run(rows).reset_index(drop=True)
+        if len(result) != len(rows):
+            raise ExecutorError(
+                f"{type(self).__name__} returned {len(result)} results for {len(rows)} rows"
+            )
+        for column in self.objectives:
+            if column not in result:
+                result[column] = np.nan
+        if "status" not in result:
+            raise ExecutorError(f"{type(self).__name__} returned no 'status' column")
+        unknown = set(result["status"]) - set(STATUSES)
+        if unknown:
+            raise ExecutorError(f"{type(self).__name__} returned unknown status {sorted(unknown)}")
+        if "n_repeats" not in result:
+            result["n_repeats"] = (result["status"] == OK).astype(np.int64)
+        if "raw_times" not in result:
+            result["raw_times"] = "[]"
+        if "message" not in result:
+            result["message"] = ""
+        failed = result["status"] != OK
+        for column in self.objectives:
+            result[column] = result[column].astype(np.float64)
+            result.loc[failed, column] = np.nan
+        return result[[*self.objectives, *RESULT_COLUMNS]]
+
+    @abc.abstractmethod
+    def _run(self, rows: pd.DataFrame) -> pd.DataFrame:
+        """Measure ``rows``; return objectives and ``status`` (optionally the other columns)."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release resources (worker processes, devices). Safe to call twice."""
+
+    def __enter__(self) -> Executor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def empty_results(objectives: Sequence[str]) -> pd.DataFrame:
+    columns: dict[str, Any] = {name: pd.Series(dtype=np.float64) for name in objectives}
+    columns["status"] = pd.Series(dtype=object)
+    columns["n_repeats"] = pd.Series(dtype=np.int64)
+    columns["raw_times"] = pd.Series(dtype=object)
+    columns["message"] = pd.Series(dtype=object)
+    return pd.DataFrame(columns)
+
+
+def encode_times(times: Sequence[float]) -> str:
+    """Raw repeat times as the compact JSON text the store keeps."""
+    return json.dumps([float(t) for t in times])

@@ -1,0 +1,209 @@
+"""Worker-process side of :class:`~mlkaps_gpu.executors._cffi.CffiExecutor`.
+
+Loads a compiled cffi module, builds the arguments (the contract of
+:mod:`mlkaps_gpu.executors._worker_api`), times the entry function and checks its result.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ._timing import TimingPolicy, collect_times, summarize
+from ._worker_api import Design, KernelCall, input_seed, overwritten_positions
+
+_FLOAT_TYPES = {"float": "f", "double": "f", "long double": "f"}
+_NUMPY_FOR_C = {
+    "float": np.dtype(np.float32),
+    "double": np.dtype(np.float64),
+    "int": np.dtype(np.intc),
+    "unsigned int": np.dtype(np.uintc),
+    "long": np.dtype(np.int_),
+    "unsigned long": np.dtype(np.uint),
+    "long long": np.dtype(np.longlong),
+    "short": np.dtype(np.short),
+    "char": np.dtype(np.byte),
+    "signed char": np.dtype(np.byte),
+    "unsigned char": np.dtype(np.ubyte),
+    "int8_t": np.dtype(np.int8),
+    "int16_t": np.dtype(np.int16),
+    "int32_t": np.dtype(np.int32),
+    "int64_t": np.dtype(np.int64),
+    "uint8_t": np.dtype(np.uint8),
+    "uint16_t": np.dtype(np.uint16),
+    "uint32_t": np.dtype(np.uint32),
+    "uint64_t": np.dtype(np.uint64),
+    "size_t": np.dtype(np.uintp),
+}
+
+
+class _Invalid(Exception):
+    pass
+
+
+class _BadCall(Exception):
+    pass
+
+
+def _failure(status: str, message: str) -> dict[str, Any]:
+    return {"status": status, "times": [], "message": message}
+
+
+class CffiRunner:
+    """Created in the worker from the executor's configuration."""
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        self.entry: str = config["entry"]
+        self.names: list[str] = list(config["names"])
+        self.builder: Callable[..., KernelCall] = config["builder"]
+        self.check: Callable[[dict[str, Any], dict[str, Any]], bool] | None = config["check"]
+        self.policy: TimingPolicy = config["policy"]
+        self.seed: int = config["seed"]
+        self._modules: dict[str, Any] = {}
+
+    def _load(self, name: str, path: str) -> Any:
+        module = self._modules.get(name)
+        if module is None:
+            spec = importlib.util.spec_from_file_location(name, path)
+            if spec is None or spec.loader is None:
+                raise ImportError(f"cannot load {path}")
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            self._modules[name] = module
+        return module
+
+    def measure(self, request: dict[str, Any], progress: Callable[[str], None]) -> dict[str, Any]:
+        progress("loading the compiled module")
+        module = self._load(request["module"], request["path"])
+        ffi, lib = module.ffi, module.lib
+        function = getattr(lib, self.entry)
+        ftype = ffi.typeof(function)
+        inputs: dict[str, Any] = request["inputs"]
+        design: dict[str, Any] = request["design"]
+
+        progress("building the arguments")
+        rng = np.random.default_rng(input_seed(self.seed, inputs))
+        try:
+            call = self.builder(dict(inputs), rng)
+            if not isinstance(call, KernelCall):
+                raise _BadCall(f"the builder returned {type(call).__name__}, not KernelCall")
+            cargs, values, keep = self._convert(ffi, ftype, call, design)
+            restore = {
+                pos: np.array(values[pos], copy=True)
+                for pos in overwritten_positions(call, self.names)
+                if isinstance(values[pos], np.ndarray)
+            }
+        except (_BadCall, KeyError, TypeError, ValueError) as error:
+            return _failure("runtime_error", f"bad kernel arguments: {error}")
+
+        if request.get("threads") is not None:
+            lib._mlkaps_set_threads(int(request["threads"]))
+
+        returned: list[Any] = [None]
+
+        def run_once(index: int, timed: bool) -> float:
+            for pos, pristine in restore.items():
+                np.copyto(values[pos], pristine)
+            progress(f"running the kernel (run {index})")
+            start = time.perf_counter_ns()
+            returned[0] = function(*cargs)
+            stop = time.perf_counter_ns()
+            if index == 0:
+                self._check(values, restore, returned[0], progress)
+            return (stop - start) * 1e-9
+
+        try:
+            times = collect_times(run_once, self.policy)
+            if self.policy.warmup + len(times) > 1:
+                self._check(values, restore, returned[0], progress)
+        except _Invalid as error:
+            return _failure("invalid", str(error))
+        finally:
+            keep.clear()  # the buffers were needed until the last run
+        summary = summarize(times, self.policy.confidence)
+        return {"status": "ok", "times": times, "message": summary.describe()}
+
+    def _check(
+        self,
+        values: list[Any],
+        restore: dict[int, np.ndarray],
+        returned: Any,
+        progress: Callable[[str], None],
+    ) -> None:
+        if self.check is None:
+            return
+        progress("checking the result")
+        given = {name: restore.get(i, values[i]) for i, name in enumerate(self.names)}
+        left = {name: values[i] for i, name in enumerate(self.names)}
+        left["return"] = returned
+        try:
+            good = bool(self.check(given, left))
+        except Exception as error:  # noqa: BLE001 - a failing check is a wrong answer
+            raise _Invalid(f"the check raised {type(error).__name__}: {error}") from None
+        if not good:
+            raise _Invalid("wrong result (the check failed)")
+
+    def _convert(
+        self, ffi: Any, ftype: Any, call: KernelCall, design: dict[str, Any]
+    ) -> tuple[list[Any], list[Any], list[Any]]:
+        params = list(ftype.args)
+        if len(call.args) != len(params):
+            raise _BadCall(
+                f"{len(call.args)} arguments for {self.entry}, which takes {len(params)}"
+            )
+        cargs: list[Any] = []
+        values: list[Any] = []
+        keep: list[Any] = []
+        for i, (value, ctype) in enumerate(zip(call.args, params, strict=True)):
+            name = self.names[i] if i < len(self.names) else f"arg{i}"
+            if isinstance(value, Design):
+                value = value.resolve(design)
+            if isinstance(value, np.generic):
+                value = value.item()
+            if ctype.kind == "pointer":
+                if value is None:
+                    cargs.append(ffi.NULL)
+                elif isinstance(value, np.ndarray):
+                    _check_array(name, value, ctype, ffi)
+                    buffer = ffi.from_buffer(value)
+                    keep.append(buffer)
+                    cargs.append(ffi.cast(ctype, buffer))
+                else:
+                    raise _BadCall(f"argument '{name}' ({ctype.cname}) needs a numpy array")
+            elif ctype.kind == "primitive":
+                if isinstance(value, (bool, int, float)):
+                    number: Any = float(value) if ctype.cname in _FLOAT_TYPES else int(value)
+                    cargs.append(number)
+                    value = number
+                else:
+                    raise _BadCall(f"argument '{name}' ({ctype.cname}) needs a number")
+            else:
+                raise _BadCall(f"argument '{name}': unsupported C type {ctype.cname}")
+            values.append(value)
+        # ``keep`` holds the from_buffer objects: the cast pointers do not keep them alive
+        return cargs, values, keep
+
+
+def _check_array(name: str, array: np.ndarray, ctype: Any, ffi: Any) -> None:
+    if not array.flags["C_CONTIGUOUS"]:
+        raise _BadCall(f"argument '{name}': the array must be C-contiguous")
+    item = ctype.item
+    if item.kind == "void":
+        return
+    if item.kind != "primitive":
+        raise _BadCall(f"argument '{name}': unsupported pointer type {ctype.cname}")
+    expected = _NUMPY_FOR_C.get(item.cname)
+    if expected is not None:
+        if array.dtype != expected:
+            raise _BadCall(
+                f"argument '{name}' ({ctype.cname}) needs dtype {expected}, got {array.dtype}"
+            )
+    elif array.dtype.itemsize != ffi.sizeof(item):
+        raise _BadCall(
+            f"argument '{name}' ({ctype.cname}): element size {array.dtype.itemsize} != "
+            f"{ffi.sizeof(item)}"
+        )

@@ -1,0 +1,9 @@
+"""Shipped kernels (C through cffi, CUDA through CuPy) with their spaces and checks.
+
+``load_builtin("lu")`` gives a :class:`BuiltinKernel`: its input and design parameters,
+constraints, expert default and ``make_executor(**options)``.
+"""
+
+from ._registry import BUILTIN_KERNELS, BuiltinKernel, available_cores, load_builtin
+
+__all__ = ["BUILTIN_KERNELS", "BuiltinKernel", "available_cores", "load_builtin"]

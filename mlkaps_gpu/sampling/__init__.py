@@ -1,0 +1,8 @@
+"""Samplers: every one is a ``Sampler`` with ``ask``/``tell``."""
+
+from mlkaps_gpu.sampling._base import Sampler, SamplerError
+from mlkaps_gpu.sampling._random import LHSSampler, RandomSampler
+
+SAMPLERS: dict[str, type[Sampler]] = {"random": RandomSampler, "lhs": LHSSampler}
+
+__all__ = ["SAMPLERS", "LHSSampler", "RandomSampler", "Sampler", "SamplerError"]

@@ -1,0 +1,106 @@
+"""The sampler extension point.
+
+Life cycle (driven by the campaign loop, which owns the budget):
+
+1. ``sampler = SomeSampler(space, seed=...)``;
+2. ``sampler.tell(rows, results)`` with every measurement already stored (on resume);
+3. repeatedly ``rows = sampler.ask(n)`` -> executor -> store -> ``sampler.tell(rows, results)``.
+
+``ask`` validates ``n``, calls the subclass's ``_ask``, drops rows already measured or already
+handed out, tops the batch up, and checks that every row satisfies the constraints. Randomness
+comes from one ``numpy.random.Generator`` per call, derived from the seed and the call number, so
+the same seed and the same history give the same rows.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from mlkaps_gpu.space import Space
+
+
+class SamplerError(RuntimeError):
+    """A sampler broke its contract (for example returned an invalid row)."""
+
+
+class Sampler(abc.ABC):
+    """Base class of every sampler.
+
+    Args:
+        space: the search space.
+        seed: seed of the sampler's random streams.
+    """
+
+    def __init__(self, space: Space, *, seed: int = 0) -> None:
+        self.space = space
+        self.seed = int(seed)
+        self._n_asks = 0
+        self._seen: set[tuple[Any, ...]] = set()
+        self.history_: pd.DataFrame = pd.DataFrame()
+
+    def _rng(self, salt: int = 0) -> np.random.Generator:
+        return np.random.default_rng(np.random.SeedSequence([self.seed, self._n_asks, salt]))
+
+    def ask(self, n: int) -> pd.DataFrame:
+        """Up to ``n`` new valid rows, never one already measured or asked for.
+
+        Fewer rows come back only when the space has no unseen valid configuration left.
+        """
+        if int(n) != n or n < 1:
+            raise ValueError(f"ask(n): n must be a positive integer, got {n!r}")
+        n = int(n)
+        rng = self._rng()
+        self._n_asks += 1
+        rows = self._filter_new(self._ask(n, rng))
+        attempts = 0
+        while len(rows) < n and attempts < 20:
+            attempts += 1
+            extra = self._filter_new(self.space.sample_valid(n - len(rows), rng), rows)
+            rows = pd.concat([rows, extra], ignore_index=True)
+        rows = rows.iloc[:n].reset_index(drop=True)
+        if len(rows):
+            valid = self.space.is_valid(rows)
+            if not valid.all():
+                raise SamplerError(
+                    f"{type(self).__name__} produced {int((~valid).sum())} invalid rows"
+                )
+        self._seen.update(self.space.key(rows))
+        return rows
+
+    def tell(self, rows: pd.DataFrame, results: pd.DataFrame) -> None:
+        """Record measurements (rows and their results, same order)."""
+        if len(rows) != len(results):
+            raise ValueError("tell: rows and results differ in length")
+        if len(rows) == 0:
+            return
+        self._seen.update(self.space.key(rows))
+        told = pd.concat(
+            [rows.reset_index(drop=True), results.reset_index(drop=True)], axis=1
+        )
+        self.history_ = (
+            told if self.history_.empty else pd.concat([self.history_, told], ignore_index=True)
+        )
+        self._tell(told)
+
+    def _filter_new(self, rows: pd.DataFrame, batch: pd.DataFrame | None = None) -> pd.DataFrame:
+        rows = rows[self.space.names].reset_index(drop=True)
+        seen = set(self._seen)
+        if batch is not None and len(batch):
+            seen.update(self.space.key(batch))
+        keep = []
+        for index, key in enumerate(self.space.key(rows)):
+            if key not in seen:
+                seen.add(key)
+                keep.append(index)
+        return rows.iloc[keep].reset_index(drop=True)
+
+    @abc.abstractmethod
+    def _ask(self, n: int, rng: np.random.Generator) -> pd.DataFrame:
+        """Propose ``n`` valid rows (duplicates are filtered by ``ask``)."""
+
+    def _tell(self, told: pd.DataFrame) -> None:  # noqa: B027 - optional hook
+        """Hook for samplers that learn from results (``told`` has rows and results)."""

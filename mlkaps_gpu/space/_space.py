@@ -1,0 +1,455 @@
+"""The joint input x design search space with its constraints.
+
+Tables are pandas DataFrames with one column per parameter. Design parameters are handled through
+integer *codes* (the index of a value in the parameter's ``domain_values``). Where the Cartesian
+product of the design values is small enough it is enumerated once, and the valid design set of an
+input point is a mask over it (cached per distinct value of the inputs the constraints mention);
+otherwise sampling falls back to rejection and repair to a local search.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from mlkaps_gpu.space._constraints import Constraint, parse_constraint
+from mlkaps_gpu.space._parameters import Parameter, SpaceError
+
+NeighbourKind = Literal["strictly_adjacent", "adjacent", "Hamming"]
+NEIGHBOUR_KINDS: tuple[str, ...] = ("strictly_adjacent", "adjacent", "Hamming")
+
+#: Largest Cartesian product of design values that is enumerated.
+DEFAULT_ENUMERATE_LIMIT = 2_000_000
+#: Largest product that is re-evaluated per input point when constraints involve inputs.
+PER_INPUT_ENUMERATE_LIMIT = 200_000
+_CACHE_SIZE = 4096
+
+
+class Space:
+    """Input parameters, design parameters and constraints over both.
+
+    Args:
+        inputs: parameters describing the problem (matrix sizes, the GPU...).
+        design: parameters the tuner chooses (block sizes, variants...).
+        constraints: expressions in the constraint language (see ``parse_constraint``).
+        enumerate_limit: largest design Cartesian product that is enumerated.
+    """
+
+    def __init__(
+        self,
+        inputs: Sequence[Parameter],
+        design: Sequence[Parameter],
+        constraints: Sequence[str] = (),
+        *,
+        enumerate_limit: int = DEFAULT_ENUMERATE_LIMIT,
+    ) -> None:
+        self.inputs = list(inputs)
+        self.design = list(design)
+        if not self.design:
+            raise SpaceError("the space needs at least one design parameter")
+        seen: set[str] = set()
+        for parameter in [*self.inputs, *self.design]:
+            if parameter.name in seen:
+                raise SpaceError(f"duplicate parameter name '{parameter.name}'")
+            seen.add(parameter.name)
+        self.parameters: dict[str, Parameter] = {p.name: p for p in [*self.inputs, *self.design]}
+        self.constraints: list[Constraint] = [
+            parse_constraint(text, self.parameters) for text in constraints
+        ]
+        self.input_names = [p.name for p in self.inputs]
+        self.design_names = [p.name for p in self.design]
+        self.names = [*self.input_names, *self.design_names]
+        mentioned = set().union(*(c.names for c in self.constraints)) if self.constraints else set()
+        #: inputs that some constraint mentions: the valid design set depends on these only
+        self.constrained_inputs = [n for n in self.input_names if n in mentioned]
+        self.design_sizes = np.array([p.n_values for p in self.design], dtype=np.int64)
+        self.design_product = int(np.prod(self.design_sizes.astype(float)))
+        self.enumerate_limit = enumerate_limit
+        self._product_codes: np.ndarray | None = None
+        self._product_columns: dict[str, np.ndarray] | None = None
+        self._valid_cache: OrderedDict[tuple[Any, ...], np.ndarray] = OrderedDict()
+
+    # ------------------------------------------------------------------------ description
+    def __repr__(self) -> str:
+        return (
+            f"Space(inputs={self.input_names}, design={self.design_names}, "
+            f"constraints={[c.source for c in self.constraints]})"
+        )
+
+    @property
+    def enumerable(self) -> bool:
+        """Whether the valid design set is found by enumeration (else by rejection)."""
+        if self.design_product > self.enumerate_limit:
+            return False
+        return not self.constrained_inputs or self.design_product <= PER_INPUT_ENUMERATE_LIMIT
+
+    # ----------------------------------------------------------------------------- columns
+    def columns(self, table: pd.DataFrame) -> dict[str, np.ndarray]:
+        """Columns as the constraint evaluator wants them (float64, or object for strings)."""
+        out: dict[str, np.ndarray] = {}
+        for name in self.names:
+            if name not in table:
+                continue
+            parameter = self.parameters[name]
+            column = table[name].to_numpy()
+            if parameter.kind == "categorical":
+                out[name] = column.astype(object)
+            else:
+                out[name] = column.astype(np.float64)
+        return out
+
+    def satisfies_constraints(self, table: pd.DataFrame) -> np.ndarray:
+        """Which rows satisfy every constraint (domains are not checked)."""
+        columns = self.columns(table)
+        result = np.ones(len(table), dtype=bool)
+        for constraint in self.constraints:
+            result &= constraint.evaluate(columns, len(table))
+        return result
+
+    def is_valid(self, table: pd.DataFrame) -> np.ndarray:
+        """Which rows have every value in its domain and satisfy every constraint."""
+        missing = [n for n in self.names if n not in table]
+        if missing:
+            raise SpaceError(f"table lacks columns {missing}")
+        result = np.ones(len(table), dtype=bool)
+        for parameter in self.inputs:
+            result &= parameter.contains(table[parameter.name].to_numpy())
+        for parameter in self.design:
+            result &= parameter.codes(table[parameter.name].to_numpy()) >= 0
+        if result.any():
+            result &= self.satisfies_constraints(table)
+        return result
+
+    # ------------------------------------------------------------------------------ codes
+    def design_codes(self, table: pd.DataFrame) -> np.ndarray:
+        """Integer codes (n_rows x n_design) of the design columns; -1 outside the domain."""
+        codes = np.empty((len(table), len(self.design)), dtype=np.int64)
+        for index, parameter in enumerate(self.design):
+            codes[:, index] = parameter.codes(table[parameter.name].to_numpy())
+        return codes
+
+    def design_from_codes(self, codes: np.ndarray) -> pd.DataFrame:
+        """Design table from integer codes."""
+        codes = np.asarray(codes, dtype=np.int64).reshape(-1, len(self.design))
+        return pd.DataFrame(
+            {p.name: p.domain_values()[codes[:, i]] for i, p in enumerate(self.design)}
+        )
+
+    def features(self, table: pd.DataFrame, names: Sequence[str] | None = None) -> np.ndarray:
+        """Numeric feature matrix for models (category index for categoricals)."""
+        names = list(names) if names is not None else self.names
+        out = np.empty((len(table), len(names)), dtype=np.float64)
+        for index, name in enumerate(names):
+            out[:, index] = self.parameters[name].numeric(table[name].to_numpy())
+        return out
+
+    @property
+    def categorical_features(self) -> list[int]:
+        """Positions (in ``names``) of categorical parameters."""
+        return [i for i, n in enumerate(self.names) if self.parameters[n].kind == "categorical"]
+
+    def key(self, table: pd.DataFrame) -> list[tuple[Any, ...]]:
+        """One hashable key per row over every parameter (for de-duplication)."""
+        columns = [table[n].to_numpy().tolist() for n in self.names]
+        return list(zip(*columns, strict=True))
+
+    # ------------------------------------------------------------------ valid design sets
+    def _product(self) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        if self._product_codes is None:
+            grids = np.indices(tuple(int(s) for s in self.design_sizes), dtype=np.int32)
+            codes = grids.reshape(len(self.design), -1).T
+            self._product_codes = codes
+            self._product_columns = {}
+            for index, parameter in enumerate(self.design):
+                values = parameter.domain_values()[codes[:, index]]
+                self._product_columns[parameter.name] = (
+                    values.astype(object)
+                    if parameter.kind == "categorical"
+                    else values.astype(np.float64)
+                )
+        assert self._product_columns is not None
+        return self._product_codes, self._product_columns
+
+    def valid_design_codes(self, input_values: Mapping[str, Any] | None = None) -> np.ndarray:
+        """Codes of every valid design for one input point (enumerable spaces only).
+
+        Args:
+            input_values: values of the inputs (those mentioned by constraints are needed).
+        """
+        if not self.enumerable:
+            raise SpaceError(
+                f"design space of {self.design_product} configurations is not enumerated"
+            )
+        input_values = input_values or {}
+        key = tuple(_scalar(input_values[n]) for n in self.constrained_inputs)
+        cached = self._valid_cache.get(key)
+        if cached is not None:
+            self._valid_cache.move_to_end(key)
+            return cached
+        codes, columns = self._product()
+        scope: dict[str, Any] = dict(columns)
+        for name in self.constrained_inputs:
+            value = input_values[name]
+            categorical = self.parameters[name].kind == "categorical"
+            scope[name] = value if categorical else np.float64(value)
+        mask = np.ones(len(codes), dtype=bool)
+        for constraint in self.constraints:
+            mask &= constraint.evaluate(scope, len(codes))
+        valid = codes[mask]
+        self._valid_cache[key] = valid
+        if len(self._valid_cache) > _CACHE_SIZE:
+            self._valid_cache.popitem(last=False)
+        return valid
+
+    def _groups(self, inputs: pd.DataFrame) -> list[tuple[dict[str, Any], np.ndarray]]:
+        """Rows grouped by the values of the constrained inputs: (values, row indices)."""
+        if not self.constrained_inputs:
+            return [({}, np.arange(len(inputs)))]
+        keys = inputs[self.constrained_inputs]
+        grouped = keys.groupby(self.constrained_inputs, sort=False, dropna=False).indices
+        groups = []
+        for key, rows in grouped.items():
+            values = key if isinstance(key, tuple) else (key,)
+            groups.append((dict(zip(self.constrained_inputs, values, strict=True)), rows))
+        return groups
+
+    # ---------------------------------------------------------------------------- sampling
+    def sample_inputs(self, n: int, rng: np.random.Generator) -> pd.DataFrame:
+        """Uniform (log-uniform where ``log``) random input points."""
+        return pd.DataFrame({p.name: p.sample(n, rng, discrete=False) for p in self.inputs})
+
+    def sample_designs(
+        self, inputs: pd.DataFrame, rng: np.random.Generator, *, max_rounds: int = 1000
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """A uniformly drawn valid design for each input row.
+
+        Returns:
+            ``(codes, found)``: design codes per row and whether a valid one was found (an input
+            point may admit no valid design at all).
+        """
+        n = len(inputs)
+        codes = np.zeros((n, len(self.design)), dtype=np.int64)
+        found = np.zeros(n, dtype=bool)
+        if self.enumerable:
+            for values, rows in self._groups(inputs):
+                valid = self.valid_design_codes(values)
+                if len(valid) == 0:
+                    continue
+                codes[rows] = valid[rng.integers(len(valid), size=len(rows))]
+                found[rows] = True
+            return codes, found
+        pending = np.arange(n)
+        for _ in range(max_rounds):
+            if len(pending) == 0:
+                break
+            trial = rng.integers(self.design_sizes, size=(len(pending), len(self.design)))
+            table = inputs.iloc[pending].reset_index(drop=True)
+            table = pd.concat([table, self.design_from_codes(trial)], axis=1)
+            ok = self.satisfies_constraints(table)
+            codes[pending[ok]] = trial[ok]
+            found[pending[ok]] = True
+            pending = pending[~ok]
+        return codes, found
+
+    def sample_valid(self, n: int, rng: np.random.Generator) -> pd.DataFrame:
+        """``n`` random valid rows (inputs uniform, design uniform over the valid set)."""
+        if n <= 0:
+            return self.empty_table()
+        inputs = self.sample_inputs(n, rng)
+        return self.complete_with_valid_designs(inputs, rng)
+
+    def complete_with_valid_designs(
+        self, inputs: pd.DataFrame, rng: np.random.Generator, *, max_redraws: int = 100
+    ) -> pd.DataFrame:
+        """Add a valid random design to each input row; inputs admitting none are redrawn."""
+        inputs = inputs[self.input_names].reset_index(drop=True).copy()
+        codes, found = self.sample_designs(inputs, rng)
+        for _ in range(max_redraws):
+            if found.all():
+                break
+            missing = np.flatnonzero(~found)
+            inputs.iloc[missing] = self.sample_inputs(len(missing), rng).to_numpy()
+            codes[missing], found[missing] = self.sample_designs(inputs.iloc[missing], rng)
+        if not found.all():
+            raise SpaceError(
+                "no configuration satisfies the constraints: "
+                + "; ".join(c.source for c in self.constraints)
+            )
+        return self.assemble(inputs, codes)
+
+    def assemble(self, inputs: pd.DataFrame, codes: np.ndarray) -> pd.DataFrame:
+        """Table of inputs and the designs given by codes, with proper dtypes."""
+        table = inputs.reset_index(drop=True).copy()
+        design = self.design_from_codes(codes)
+        for name in self.design_names:
+            table[name] = design[name]
+        for name in self.input_names:
+            table[name] = table[name].astype(self.parameters[name].dtype)
+        return table[self.names]
+
+    def empty_table(self) -> pd.DataFrame:
+        return pd.DataFrame({n: pd.Series(dtype=self.parameters[n].dtype) for n in self.names})
+
+    def check_satisfiable(self, rng: np.random.Generator, *, trials: int = 64) -> None:
+        """Raise SpaceError if no configuration satisfies the constraints (checked on the
+        input grid corners and random inputs)."""
+        if not self.constraints:
+            return
+        inputs = pd.concat(
+            [self.grid(2) if self.inputs else pd.DataFrame(index=[0]), self.sample_inputs(trials, rng)],
+            ignore_index=True,
+        )
+        if not self.inputs:
+            inputs = pd.DataFrame(index=range(1))
+        _, found = self.sample_designs(inputs, rng, max_rounds=200)
+        if not found.any():
+            raise SpaceError(
+                "no configuration satisfies the constraints: "
+                + "; ".join(c.source for c in self.constraints)
+            )
+
+    # ------------------------------------------------------------------------------ repair
+    def repair(self, table: pd.DataFrame, rng: np.random.Generator | None = None) -> pd.DataFrame:
+        """Replace each invalid design by the nearest valid one for the row's inputs.
+
+        Distance is the sum of absolute code differences (as Kernel Tuner). Valid rows are
+        unchanged. Ties go to the first valid design in enumeration order.
+        """
+        codes = self.design_codes(table)
+        repaired = self.repair_codes(table[self.input_names].reset_index(drop=True), codes, rng)
+        return self.assemble(table[self.input_names], repaired)
+
+    def repair_codes(
+        self,
+        inputs: pd.DataFrame,
+        codes: np.ndarray,
+        rng: np.random.Generator | None = None,
+    ) -> np.ndarray:
+        """Code-level repair: ``codes`` (n x n_design, out-of-range allowed) -> valid codes."""
+        codes = np.clip(np.asarray(codes, dtype=np.int64), 0, self.design_sizes - 1)
+        out = codes.copy()
+        if self.enumerable:
+            for values, rows in self._groups(inputs):
+                valid = self.valid_design_codes(values)
+                if len(valid) == 0:
+                    continue
+                out[rows] = nearest_codes(codes[rows], valid)
+            return out
+        rng = rng if rng is not None else np.random.default_rng(0)
+        table = self.assemble(inputs, codes)
+        invalid = np.flatnonzero(~self.satisfies_constraints(table))
+        for row in invalid:
+            out[row] = self._local_repair(inputs.iloc[[row]], codes[row], rng)
+        return out
+
+    def _local_repair(
+        self, inputs: pd.DataFrame, codes: np.ndarray, rng: np.random.Generator
+    ) -> np.ndarray:
+        """Nearest valid design found among growing random perturbations (large spaces)."""
+        for radius in (1, 2, 4, 8, 16, 64, 256):
+            offsets = rng.integers(-radius, radius + 1, size=(2048, len(self.design)))
+            trial = np.clip(codes + offsets, 0, self.design_sizes - 1)
+            table = self.assemble(pd.concat([inputs] * len(trial), ignore_index=True), trial)
+            ok = self.satisfies_constraints(table)
+            if ok.any():
+                candidates = trial[ok]
+                distance = np.abs(candidates - codes).sum(axis=1)
+                return candidates[int(np.argmin(distance))]
+        fallback, found = self.sample_designs(inputs, rng)
+        if not found[0]:
+            raise SpaceError("no valid configuration for input " + str(inputs.iloc[0].to_dict()))
+        return fallback[0]
+
+    # -------------------------------------------------------------------------- neighbours
+    def neighbours(
+        self, row: Mapping[str, Any] | pd.Series, kind: NeighbourKind = "Hamming"
+    ) -> pd.DataFrame:
+        """Valid neighbours of one configuration (its inputs fixed).
+
+        - ``Hamming``: differs in exactly one design parameter;
+        - ``strictly_adjacent``: every code within one step, at least one differing;
+        - ``adjacent``: the valid designs at the smallest Chebyshev code distance (>= 1),
+          i.e. the nearest ring of valid configurations, stepping over invalid ones.
+        """
+        if kind not in NEIGHBOUR_KINDS:
+            raise SpaceError(f"unknown neighbour kind '{kind}' (allowed: {NEIGHBOUR_KINDS})")
+        inputs = pd.DataFrame({n: [row[n]] for n in self.input_names})
+        here = self.design_codes(pd.DataFrame({n: [row[n]] for n in self.design_names}))[0]
+        if self.enumerable:
+            valid = self.valid_design_codes({n: row[n] for n in self.constrained_inputs})
+            delta = np.abs(valid.astype(np.int64) - here)
+        else:
+            valid = self._candidate_neighbours(here, kind)
+            table = self.assemble(pd.concat([inputs] * len(valid), ignore_index=True), valid)
+            valid = valid[self.satisfies_constraints(table)] if len(valid) else valid
+            delta = np.abs(valid - here)
+        differing = (delta > 0).sum(axis=1)
+        if kind == "Hamming":
+            chosen = valid[differing == 1]
+        else:
+            chebyshev = delta.max(axis=1) if len(delta) else np.zeros(0, dtype=np.int64)
+            if kind == "strictly_adjacent":
+                chosen = valid[(chebyshev == 1)]
+            else:
+                ring = chebyshev[chebyshev > 0]
+                chosen = valid[chebyshev == ring.min()] if len(ring) else valid[:0]
+        result = self.assemble(pd.concat([inputs] * len(chosen), ignore_index=True), chosen)
+        return result
+
+    def _candidate_neighbours(self, here: np.ndarray, kind: str) -> np.ndarray:
+        candidates = []
+        if kind == "Hamming":
+            for index, size in enumerate(self.design_sizes):
+                for code in range(int(size)):
+                    if code != here[index]:
+                        trial = here.copy()
+                        trial[index] = code
+                        candidates.append(trial)
+        else:
+            steps = [(-1, 0, 1)] * len(self.design)
+            for offset in itertools.product(*steps):
+                if any(offset):
+                    trial = here + np.array(offset)
+                    if (trial >= 0).all() and (trial < self.design_sizes).all():
+                        candidates.append(trial)
+        return np.array(candidates, dtype=np.int64).reshape(-1, len(self.design))
+
+    # -------------------------------------------------------------------------------- grids
+    def grid(self, sizes: int | Mapping[str, int]) -> pd.DataFrame:
+        """Cartesian grid over the inputs: regular, geometric for log parameters, every value
+        of categoricals. ``sizes`` is one size for all inputs or a size per input name."""
+        if isinstance(sizes, Mapping):
+            unknown = set(sizes) - set(self.input_names)
+            if unknown:
+                raise SpaceError(f"grid names unknown inputs {sorted(unknown)}")
+        axes = []
+        for parameter in self.inputs:
+            size = sizes.get(parameter.name, 8) if isinstance(sizes, Mapping) else sizes
+            axes.append(parameter.grid(int(size)))
+        if not axes:
+            return pd.DataFrame(index=range(1))
+        mesh = np.meshgrid(*[np.arange(len(a)) for a in axes], indexing="ij")
+        return pd.DataFrame(
+            {p.name: axes[i][mesh[i].ravel()] for i, p in enumerate(self.inputs)}
+        ).astype({p.name: p.dtype for p in self.inputs})
+
+
+def nearest_codes(codes: np.ndarray, valid: np.ndarray, chunk: int = 1 << 22) -> np.ndarray:
+    """For each row of ``codes``, the row of ``valid`` with the least L1 distance."""
+    valid64 = valid.astype(np.int64)
+    out = np.empty_like(codes)
+    rows_per_chunk = max(1, chunk // max(1, len(valid)))
+    for start in range(0, len(codes), rows_per_chunk):
+        block = codes[start : start + rows_per_chunk]
+        distance = np.abs(block[:, None, :] - valid64[None, :, :]).sum(axis=2)
+        out[start : start + rows_per_chunk] = valid64[np.argmin(distance, axis=1)]
+    return out
+
+
+def _scalar(value: Any) -> Any:
+    return value.item() if hasattr(value, "item") else value

@@ -1,0 +1,198 @@
+"""Selectors: decision trees that map input values to the optimal configuration.
+
+Life cycle of a :class:`Selector`: ``fit(optima, inputs, design)`` checks the table, builds the
+float64 feature matrix once and calls the subclass's :meth:`Selector._fit_model`, which trains
+its trees and returns a :class:`~mlkaps_gpu.trees._model.DecisionModel` (stored as ``model_``).
+``select`` and ``to_c`` then work from that model only, so the Python answers and the generated
+header come from the same arrays.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Mapping, Sequence
+from typing import Any, Self
+
+import numpy as np
+import pandas as pd
+from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
+
+from mlkaps_gpu.space._parameters import Parameter
+from mlkaps_gpu.trees._codegen import render_header
+from mlkaps_gpu.trees._model import DecisionModel, LeafOutput, TreeStructure, input_features
+
+
+def tool_versions() -> dict[str, str]:
+    """Versions written into generated headers."""
+    import sklearn
+
+    import mlkaps_gpu
+
+    return {
+        "mlkaps_gpu": str(mlkaps_gpu.__version__),
+        "scikit-learn": str(sklearn.__version__),
+        "numpy": str(np.__version__),
+    }
+
+
+def snap_to_domain(values: np.ndarray, parameter: Parameter) -> np.ndarray:
+    """Code of the nearest domain value of each value (ties go to the smaller value)."""
+    domain = parameter.domain_values().astype(np.float64)
+    order = np.argsort(domain, kind="stable")
+    ordered = domain[order]
+    values = np.asarray(values, dtype=np.float64)
+    upper = np.clip(np.searchsorted(ordered, values), 0, len(ordered) - 1)
+    lower = np.clip(upper - 1, 0, len(ordered) - 1)
+    take_lower = np.abs(values - ordered[lower]) <= np.abs(ordered[upper] - values)
+    return order[np.where(take_lower, lower, upper)].astype(np.int64)
+
+
+def uses_classifier(parameter: Parameter) -> bool:
+    """Categorical, bool and value-list parameters are classified (outputs are exact values)."""
+    return parameter.kind in ("categorical", "bool") or parameter.values is not None
+
+
+def design_codes(optima: pd.DataFrame, parameter: Parameter) -> np.ndarray:
+    """Domain codes of a design column; every value must be one of ``domain_values()``."""
+    codes = parameter.codes(optima[parameter.name])
+    if np.any(codes < 0):
+        bad = np.asarray(optima[parameter.name])[codes < 0][:5].tolist()
+        raise ValueError(
+            f"design column '{parameter.name}': values {bad} are not in its domain "
+            f"{parameter.domain_values().tolist()[:12]}"
+        )
+    return codes
+
+
+class Selector(abc.ABC):
+    """Base class of tree selectors; subclasses implement :meth:`_fit_model`.
+
+    Attributes (after ``fit``):
+        inputs_: the input parameters (feature order).
+        design_: the design parameters (output order).
+        model_: the fitted :class:`DecisionModel`.
+    """
+
+    inputs_: tuple[Parameter, ...]
+    design_: tuple[Parameter, ...]
+    model_: DecisionModel
+
+    def fit(
+        self, optima: pd.DataFrame, inputs: Sequence[Parameter], design: Sequence[Parameter]
+    ) -> Self:
+        """Learn the optimal configuration of each input point.
+
+        Args:
+            optima: one row per input point: its input values and its optimal configuration.
+            inputs: input parameters (features), in the order of the C select arguments.
+            design: design parameters (outputs), in the order of the C struct fields.
+        """
+        inputs, design = tuple(inputs), tuple(design)
+        for parameter in (*inputs, *design):
+            if not isinstance(parameter, Parameter):
+                raise TypeError(f"expected Parameter objects, got {type(parameter).__name__}")
+        if not inputs or not design:
+            raise ValueError("a selector needs at least one input and one design parameter")
+        names = [p.name for p in (*inputs, *design)]
+        if len(set(names)) != len(names):
+            raise ValueError(f"parameter names must be unique across inputs and design: {names}")
+        missing = [name for name in names if name not in optima.columns]
+        if missing:
+            raise ValueError(f"optima table lacks column(s) {missing}")
+        if len(optima) == 0:
+            raise ValueError("optima table is empty")
+        features = input_features(optima, inputs)
+        if not np.all(np.isfinite(features)):
+            raise ValueError("input columns of the optima table must be finite (no NaN or inf)")
+        self.inputs_, self.design_ = inputs, design
+        self.model_ = self._fit_model(features, optima)
+        return self
+
+    @abc.abstractmethod
+    def _fit_model(self, features: np.ndarray, optima: pd.DataFrame) -> DecisionModel:
+        """Train on the float64 feature matrix; return the model (inputs_/design_ are set)."""
+
+    def _check_fitted(self) -> DecisionModel:
+        model = getattr(self, "model_", None)
+        if model is None:
+            raise RuntimeError(f"{type(self).__name__} is not fitted: call fit() first")
+        return model
+
+    def select(self, inputs_table: pd.DataFrame) -> pd.DataFrame:
+        """The selected configuration of every row (one column per design parameter).
+
+        Features are rounded to float32 and compared ``<=`` with the float64 thresholds, as
+        scikit-learn does; a NaN float input goes where scikit-learn sends missing values
+        (``missing_go_to_left``), as does the generated header.
+        """
+        return self._check_fitted().predict(inputs_table)
+
+    def to_c(self, prefix: str = "mlkaps", *, provenance: Mapping[str, Any] | None = None) -> str:
+        """The header-only C/C++/CUDA selector.
+
+        Args:
+            prefix: symbol prefix, ``[A-Za-z_][A-Za-z0-9_]*``.
+            provenance: extra ``key: value`` lines for the top comment (e.g. a sample hash).
+        """
+        lines = {str(key): str(value) for key, value in (provenance or {}).items()}
+        return render_header(
+            self._check_fitted(), prefix=prefix, versions=tool_versions(), provenance=lines
+        )
+
+
+class PerParameterSelector(Selector):
+    """One decision tree per design parameter.
+
+    Categorical, bool and value-list parameters use a ``DecisionTreeClassifier`` (leaves hold
+    exact values); range parameters a ``DecisionTreeRegressor`` whose leaf means are snapped
+    once to the nearest value of ``domain_values()``.
+
+    Attributes (after ``fit``):
+        trees_: design parameter name -> fitted scikit-learn estimator.
+    """
+
+    def __init__(
+        self, *, max_depth: int | None = 8, min_samples_leaf: int = 1, random_state: int = 0
+    ) -> None:
+        self.max_depth = max_depth
+        self.min_samples_leaf = min_samples_leaf
+        self.random_state = random_state
+
+    def _fit_model(self, features: np.ndarray, optima: pd.DataFrame) -> DecisionModel:
+        options = {
+            "max_depth": self.max_depth,
+            "min_samples_leaf": self.min_samples_leaf,
+            "random_state": self.random_state,
+        }
+        self.trees_: dict[str, Any] = {}
+        trees, outputs = [], []
+        for index, parameter in enumerate(self.design_):
+            estimator: Any
+            if uses_classifier(parameter):
+                estimator = DecisionTreeClassifier(**options)
+                estimator.fit(features, design_codes(optima, parameter))
+                structure = TreeStructure.from_sklearn(estimator)
+                counts = estimator.tree_.value[structure.leaf_nodes, 0, :]
+                codes = estimator.classes_[np.argmax(counts, axis=1)]
+            else:
+                target = parameter.numeric(optima[parameter.name])
+                if not np.all(np.isfinite(target)):
+                    raise ValueError(f"design column '{parameter.name}' is not finite")
+                estimator = DecisionTreeRegressor(**options)
+                estimator.fit(features, target)
+                structure = TreeStructure.from_sklearn(estimator)
+                codes = snap_to_domain(estimator.tree_.value[structure.leaf_nodes, 0, 0], parameter)
+            self.trees_[parameter.name] = estimator
+            trees.append(structure)
+            outputs.append(LeafOutput(parameter, index, codes))
+        return DecisionModel(
+            inputs=self.inputs_,
+            trees=tuple(trees),
+            tree_names=tuple(p.name for p in self.design_),
+            outputs=tuple(outputs),
+            description=(
+                f"PerParameterSelector(max_depth={self.max_depth}, min_samples_leaf="
+                f"{self.min_samples_leaf}, random_state={self.random_state}), one tree per"
+                " design parameter"
+            ),
+        )

@@ -1,0 +1,142 @@
+"""End to end: tune, resume after SIGKILL, select through the compiled header."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mlkaps_gpu.campaign import Campaign, load_config
+from mlkaps_gpu.campaign._cli import main
+
+from .conftest import write_config
+
+
+def _stored(directory: Path) -> int:
+    database = directory / "samples.sqlite"
+    if not database.exists():
+        return 0
+    try:
+        with sqlite3.connect(database, timeout=5) as connection:
+            return int(connection.execute("SELECT COUNT(*) FROM samples").fetchone()[0])
+    except sqlite3.OperationalError:
+        return 0
+
+
+@pytest.mark.compiler
+def test_tune_then_select_answers_like_the_trees(
+    kernel_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = write_config(kernel_path, budget=120)
+    out = tmp_path / "campaign"
+    assert main(["--quiet", "tune", str(config), "--out", str(out)]) == 0
+    for name in ("samples.sqlite", "optima.csv", "selector.pkl", "toy.h", "verification.json"):
+        assert (out / name).exists(), name
+    campaign = Campaign.open(out)
+    assert len(campaign.store) == 120
+    verification = json.loads((out / "verification.json").read_text())
+    assert verification["mismatches"] == 0 and verification["verified_inputs"] >= 2000
+    selector = campaign.load_selector()
+    capsys.readouterr()
+    for n in (16, 100, 3000):
+        assert main(["select", str(out), f"n={n}"]) == 0
+        answer = json.loads(capsys.readouterr().out.strip())
+        import pandas as pd
+
+        expected = selector.select(pd.DataFrame({"n": [n]})).iloc[0]
+        assert answer == {"block": int(expected["block"]), "variant": expected["variant"]}
+    # the analytic optimum: block near sqrt(n), variant "fast"
+    optima = campaign.load_optima()
+    assert (optima["variant"] == "fast").mean() > 0.9
+    assert campaign.space.is_valid(optima[campaign.space.names]).all()
+
+
+def test_select_reports_bad_inputs(
+    kernel_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = write_config(kernel_path, budget=40)
+    out = tmp_path / "campaign"
+    assert main(["--quiet", "tune", str(config), "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["select", str(out), "m=3"]) == 2
+    assert "unknown input" in capsys.readouterr().err
+    assert main(["select", str(out)]) == 2
+    assert "missing input" in capsys.readouterr().err
+    assert main(["select", str(out), "n=abc"]) == 2
+    assert "expected a int value" in capsys.readouterr().err
+
+
+def test_changed_config_is_refused_on_resume(
+    kernel_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "campaign"
+    config = write_config(kernel_path, budget=40)
+    assert main(["--quiet", "tune", str(config), "--out", str(out)]) == 0
+    changed = write_config(kernel_path, budget=60, name="changed.toml")
+    capsys.readouterr()
+    assert main(["--quiet", "tune", str(changed), "--out", str(out)]) == 2
+    assert "differs" in capsys.readouterr().err
+    assert main(["--quiet", "tune", str(changed), "--out", str(out), "--force"]) == 0
+    assert len(Campaign.open(out).store) == 60
+
+
+def test_same_seed_same_campaign(kernel_path: Path, tmp_path: Path) -> None:
+    config = write_config(kernel_path, budget=60)
+    tables = []
+    for name in ("a", "b"):
+        out = tmp_path / name
+        assert main(["--quiet", "tune", str(config), "--out", str(out)]) == 0
+        campaign = Campaign.open(out)
+        table = campaign.store.load().drop(columns=["timestamp"])
+        tables.append(table)
+        assert (out / "toy.h").read_text().split("*/", 1)[1] == (
+            (tmp_path / "a" / "toy.h").read_text().split("*/", 1)[1]
+        )
+    assert tables[0].equals(tables[1])
+
+
+def test_sigkill_during_sampling_loses_and_duplicates_nothing(
+    kernel_path: Path, tmp_path: Path
+) -> None:
+    budget, batch = 200, 10
+    config = write_config(kernel_path, function="slow_model", budget=budget, batch=batch)
+    out = tmp_path / "campaign"
+    command = [sys.executable, "-m", "mlkaps_gpu.campaign._cli", "--quiet", "tune",
+               str(config), "--out", str(out)]
+    env = dict(os.environ)
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.time() + 60
+    while _stored(out) < 5 * batch and time.time() < deadline:
+        time.sleep(0.05)
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    before = _stored(out)
+    assert 0 < before < budget, before
+    campaign = Campaign.open(out)
+    first = campaign.store.load().drop(columns=["timestamp"])
+    assert before % batch == 0  # whole batches only: a batch is one transaction
+    rerun = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    assert rerun.returncode == 0, rerun.stderr
+    final = Campaign.open(out).store.load().drop(columns=["timestamp"])
+    assert len(final) == budget
+    # nothing lost: the rows measured before the kill are still there, unchanged
+    assert final.iloc[: len(first)].reset_index(drop=True).equals(first)
+    # nothing duplicated
+    keys = list(zip(*[final[c] for c in campaign.space.names], strict=True))
+    assert len(set(keys)) == len(keys)
+    assert (Path(out) / "toy.h").exists()
+
+
+def test_config_loader_reads_file(kernel_path: Path) -> None:
+    config = load_config(write_config(kernel_path))
+    assert config.sampling.budget == 120
+    assert config.trees.prefix == "toy"
+    assert np.isclose(len(config.digest), 64)
