@@ -38,13 +38,16 @@ from mlkaps_gpu.campaign._config import CampaignConfig, ConfigError, parse_confi
 from mlkaps_gpu.campaign._setup import Setup, prepare
 from mlkaps_gpu.campaign._store import SampleStore
 from mlkaps_gpu.optimize import GridOptimizer
-from mlkaps_gpu.sampling import SAMPLERS, Sampler
+from mlkaps_gpu.sampling import SAMPLERS, GAAdaptiveSampler, Sampler
 from mlkaps_gpu.surrogate import LightGBMSurrogate
 from mlkaps_gpu.trees import PerParameterSelector, boundary_inputs, verify_header
 
 log = logging.getLogger("mlkaps_gpu")
 
 STAGES = ("sampling", "modeling", "optimization", "trees")
+#: Measurements at a grid point's exact inputs from which the best of them outranks an
+#: unmeasured surrogate choice.
+_MEASURED_SUPPORT = 5
 META = "campaign.json"
 
 
@@ -164,7 +167,22 @@ class Campaign:
         return summary
 
     def make_sampler(self) -> Sampler:
-        return SAMPLERS[self.config.sampling.method](self.space, seed=self.config.seed)
+        options = self.config.sampling
+        if options.method == "ga_adaptive":
+            objective = self.setup.objectives[0]
+            return GAAdaptiveSampler(
+                self.space,
+                seed=self.config.seed,
+                budget=options.budget,
+                objective=objective,
+                maximize=self.setup.directions[0] == "maximize",
+                bootstrap=options.bootstrap,
+                eps_initial=options.eps_initial,
+                eps_final=options.eps_final,
+                sub_sampler=options.sub_sampler,
+                surrogate_factory=lambda: self._surrogate(objective),
+            )
+        return SAMPLERS[options.method](self.space, seed=self.config.seed)
 
     def sample(self, progress: Progress | None = None) -> dict[str, Any]:
         """Measure until the budget is spent (resuming from what the store holds)."""
@@ -264,15 +282,71 @@ class Campaign:
         optima = optimizer.run(self.load_models(), self.grid())
         method = optima.attrs.get("method", options.method)
         optima = optima[optima["n_valid"] != 0].reset_index(drop=True)
+        optima["source"] = "surrogate"
+        if options.prefer_measured:
+            optima = self._prefer_measured(optima)
         _atomic_csv(optima, self.directory / "optima.csv")
         details = {
             "grid_points": len(optima),
+            "from_measurements": int((optima["source"] == "measured").sum()),
             "method": method,
             "seconds": round(time.perf_counter() - started, 3),
         }
         self._clear_after("optimization")
         self._mark_done("optimization", **details)
         return details
+
+    def _prefer_measured(self, optima: pd.DataFrame) -> pd.DataFrame:
+        """Where measurements at a grid point's exact inputs say better, ship a measured
+        configuration instead of the surrogate's choice.
+
+        The best measured configuration at the point replaces the surrogate's choice when
+        (a) that choice was measured there and did worse, (b) the best measured value is at
+        least as good as the surrogate's *prediction* for its choice, or (c) the choice was
+        never measured and the point holds at least ``_MEASURED_SUPPORT`` measurements (inputs
+        that sampling visits repeatedly, such as a categorical GPU input). A prediction for an
+        unmeasured configuration is optimistic exactly where the model errs (the optimizer's
+        curse); a measurement is evidence.
+        """
+        objective = self.setup.objectives[0]
+        sign = -1.0 if self.setup.directions[0] == "maximize" else 1.0
+        valid = self.store.valid_samples()
+        if valid.empty:
+            return optima
+        inputs = self.space.input_names
+        valid = valid.assign(_score=sign * valid[objective])
+        support = valid.groupby(inputs, sort=False).size().rename("_support").reset_index()
+        best = valid.sort_values("_score", kind="stable").drop_duplicates(inputs)
+        best = best[[*self.space.names, objective]].rename(
+            columns={n: f"_best_{n}" for n in self.space.design_names}
+            | {objective: "_best_measured"}
+        )
+        merged = optima.merge(best, on=inputs, how="left").merge(support, on=inputs, how="left")
+        measured_choice = (
+            valid[[*self.space.names, objective]]
+            .rename(columns={objective: "_choice_measured"})
+            .drop_duplicates(self.space.names)
+        )
+        merged = merged.merge(measured_choice, on=self.space.names, how="left")
+        has_best = merged["_best_measured"].notna().to_numpy()
+        choice = merged["_choice_measured"].to_numpy(dtype=float)
+        best_value = sign * merged["_best_measured"].to_numpy(dtype=float)
+        predicted = sign * merged[f"predicted_{objective}"].to_numpy(dtype=float)
+        supported = merged["_support"].fillna(0).to_numpy() >= _MEASURED_SUPPORT
+        unmeasured = np.isnan(choice)
+        replace = has_best & (
+            (~unmeasured & (best_value < sign * choice))
+            | (unmeasured & (best_value <= predicted))
+            | (unmeasured & supported)
+        )
+        for name in self.space.design_names:
+            column = merged[name].to_numpy(dtype=object, copy=True)
+            column[replace] = merged[f"_best_{name}"].to_numpy(dtype=object)[replace]
+            merged[name] = pd.Series(column).astype(self.space.parameters[name].dtype)
+        merged.loc[replace, "source"] = "measured"
+        merged[f"measured_{objective}"] = np.where(replace, sign * best_value, choice)
+        drop = [c for c in merged.columns if c.startswith("_")]
+        return merged.drop(columns=drop)
 
     def load_optima(self) -> pd.DataFrame:
         optima = pd.read_csv(self.directory / "optima.csv", keep_default_na=False)
@@ -324,9 +398,7 @@ class Campaign:
             "header": self.header_path.name,
             "verified_inputs": report.n_rows,
             "mismatches": report.n_mismatches,
-            "leaves": {
-                name: int(tree.n_leaves) for name, tree in _tree_sizes(selector).items()
-            },
+            "leaves": {name: int(tree.n_leaves) for name, tree in _tree_sizes(selector).items()},
         }
         _write_json(self.directory / "verification.json", details)
         self._mark_done("trees", **details)

@@ -18,7 +18,7 @@ from typing import Any
 from mlkaps_gpu.space import Parameter, Space, SpaceError
 
 EXECUTORS = ("python", "replay", "cffi", "cupy", "command")
-SAMPLING_METHODS = ("random", "lhs")
+SAMPLING_METHODS = ("random", "lhs", "ga_adaptive")
 TREE_MODES = ("per_parameter",)
 OPTIMIZATION_METHODS = ("auto", "nsga2", "exhaustive")
 DIRECTIONS = ("minimize", "maximize")
@@ -26,15 +26,41 @@ DIRECTIONS = ("minimize", "maximize")
 _SECTIONS: dict[str, tuple[str, ...]] = {
     "campaign": ("name", "seed"),
     "kernel": (
-        "executor", "builtin", "function", "measure", "repeats", "warmup", "files", "format",
-        "objective", "design_columns", "options", "key_suffix", "suffix_keys",
+        "executor",
+        "builtin",
+        "function",
+        "measure",
+        "repeats",
+        "warmup",
+        "files",
+        "format",
+        "objective",
+        "design_columns",
+        "options",
+        "key_suffix",
+        "suffix_keys",
     ),
     "inputs": (),
     "design": (),
     "objectives": (),
-    "sampling": ("method", "budget", "batch_size"),
+    "sampling": (
+        "method",
+        "budget",
+        "batch_size",
+        "bootstrap",
+        "eps_initial",
+        "eps_final",
+        "sub_sampler",
+    ),
     "surrogate": ("n_estimators", "log_target", "params"),
-    "optimization": ("grid", "method", "population", "generations", "weights"),
+    "optimization": (
+        "grid",
+        "method",
+        "population",
+        "generations",
+        "weights",
+        "prefer_measured",
+    ),
     "trees": ("mode", "max_depth", "prefix", "verify_inputs"),
 }
 _PARAMETER_KEYS = ("type", "range", "values", "log", "levels")
@@ -66,6 +92,10 @@ class SamplingConfig:
     method: str = "lhs"
     budget: int = 500
     batch_size: int = 50
+    bootstrap: float = 0.2
+    eps_initial: float = 0.3
+    eps_final: float = 0.8
+    sub_sampler: str = "lhs"
 
 
 @dataclass
@@ -82,6 +112,7 @@ class OptimizationConfig:
     population: int = 40
     generations: int = 40
     weights: list[float] | None = None
+    prefer_measured: bool = True
 
 
 @dataclass
@@ -156,6 +187,8 @@ def parse_config(text: str, *, path: Path | None = None, label: str = "<config>"
         reader.fail("design", "constraints", "must be a list of strings")
     objectives = data.get("objectives", {"time": "minimize"}) or {"time": "minimize"}
     for name, direction in objectives.items():
+        if not name.isidentifier() or name in ("status", "message", "batch", "timestamp"):
+            reader.fail("objectives", name, "objective names must be identifiers")
         if direction not in DIRECTIONS:
             reader.fail("objectives", name, f"must be one of {', '.join(DIRECTIONS)}")
     return CampaignConfig(
@@ -199,7 +232,12 @@ class _Reader:
         raise ConfigError(f"{self.label}: {where}: {problem}")
 
     def integer(
-        self, table: Mapping[str, Any], section: str, key: str, *, default: int,
+        self,
+        table: Mapping[str, Any],
+        section: str,
+        key: str,
+        *,
+        default: int,
         minimum: int | None = None,
     ) -> int:
         value = table.get(key, default)
@@ -210,7 +248,12 @@ class _Reader:
         return int(value)
 
     def string(
-        self, table: Mapping[str, Any], section: str, key: str, *, default: str | None = None,
+        self,
+        table: Mapping[str, Any],
+        section: str,
+        key: str,
+        *,
+        default: str | None = None,
         allowed: tuple[str, ...] | None = None,
     ) -> str:
         value = table.get(key, default)
@@ -289,7 +332,7 @@ def _resolve_files(reader: _Reader, files: Any, base: Path) -> Any:
     if isinstance(files, str):
         return resolve(files, "files")
     if isinstance(files, dict) and len(files) == 1:
-        (input_name, mapping), = files.items()
+        ((input_name, mapping),) = files.items()
         if not isinstance(mapping, dict) or not mapping:
             reader.fail("kernel", f"files.{input_name}", "must map input values to files")
         return {
@@ -306,7 +349,7 @@ def _parameter_specs(reader: _Reader, section: str, table: Any) -> dict[str, dic
     specs: dict[str, dict[str, Any]] = {}
     for name, spec in table.items():
         if not isinstance(spec, dict):
-            reader.fail(section, name, "must be a table like { type = \"int\", range = [1, 8] }")
+            reader.fail(section, name, 'must be a table like { type = "int", range = [1, 8] }')
         for key in spec:
             if key not in _PARAMETER_KEYS:
                 reader.fail(
@@ -365,8 +408,7 @@ def build_space(
     for parameter in design:
         if parameter.name in names:
             raise ConfigError(
-                f"{label}: [design] {parameter.name}: duplicate parameter name "
-                "(also an input)"
+                f"{label}: [design] {parameter.name}: duplicate parameter name (also an input)"
             )
     from mlkaps_gpu.space import ConstraintError, parse_constraint
 
@@ -388,7 +430,18 @@ def _sampling(reader: _Reader, table: Mapping[str, Any]) -> SamplingConfig:
     if budget <= 0:
         reader.fail("sampling", "budget", f"must be a positive number of evaluations, got {budget}")
     batch = reader.integer(table, "sampling", "batch_size", default=min(50, budget), minimum=1)
-    return SamplingConfig(method=method, budget=budget, batch_size=batch)
+    fractions = {}
+    for key, default in (("bootstrap", 0.2), ("eps_initial", 0.3), ("eps_final", 0.8)):
+        value = table.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+            reader.fail("sampling", key, f"must be a fraction in [0, 1], got {value!r}")
+        fractions[key] = float(value)
+    sub_sampler = reader.string(
+        table, "sampling", "sub_sampler", default="lhs", allowed=("lhs", "random")
+    )
+    return SamplingConfig(
+        method=method, budget=budget, batch_size=batch, sub_sampler=sub_sampler, **fractions
+    )
 
 
 def _surrogate(reader: _Reader, table: Mapping[str, Any]) -> SurrogateConfig:
@@ -423,6 +476,7 @@ def _optimization(reader: _Reader, table: Mapping[str, Any]) -> OptimizationConf
         population=reader.integer(table, "optimization", "population", default=40, minimum=4),
         generations=reader.integer(table, "optimization", "generations", default=40, minimum=1),
         weights=weights,
+        prefer_measured=reader.boolean(table, "optimization", "prefer_measured", default=True),
     )
 
 

@@ -74,4 +74,6 @@ def select_with_header(directory: str | Path, assignments: Mapping[str, str]) ->
         build_dir=campaign.directory / "build",
     )
     answer = compiled(pd.DataFrame(row)).iloc[0].to_dict()
-    return {name: (value.item() if hasattr(value, "item") else value) for name, value in answer.items()}
+    return {
+        name: (value.item() if hasattr(value, "item") else value) for name, value in answer.items()
+    }

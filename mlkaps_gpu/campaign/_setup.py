@@ -88,11 +88,15 @@ def _python_executor(config: CampaignConfig) -> Executor:
     reference = kernel.function or ""
     module_name, _, function_name = reference.partition(":")
     if not module_name or not function_name:
-        raise ConfigError(f"{label}: [kernel] function: must be 'module:function', got {reference!r}")
+        raise ConfigError(
+            f"{label}: [kernel] function: must be 'module:function', got {reference!r}"
+        )
     try:
         module = importlib.import_module(module_name)
     except ImportError as error:
-        raise ConfigError(f"{label}: [kernel] function: cannot import {module_name} ({error})") from None
+        raise ConfigError(
+            f"{label}: [kernel] function: cannot import {module_name} ({error})"
+        ) from None
     function = getattr(module, function_name, None)
     if not callable(function):
         raise ConfigError(f"{label}: [kernel] function: {reference} is not a callable")
@@ -118,7 +122,10 @@ def _replay_executor(config: CampaignConfig) -> tuple[Executor, list[Parameter],
         options["suffix_keys"] = tuple(kernel.suffix_keys or ())
     try:
         executor = ReplayExecutor.from_files(
-            kernel.files, format=kernel.format, objective=kernel.objective, **options  # type: ignore[arg-type]
+            kernel.files,
+            format=kernel.format,  # type: ignore[arg-type]
+            objective=kernel.objective,
+            **options,
         )
     except (ReplayDataError, ExecutorError) as error:
         raise ConfigError(f"{label}: [kernel] files: {error}") from None

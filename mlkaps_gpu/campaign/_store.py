@@ -36,6 +36,9 @@ class SampleStore:
         self.space = space
         self.objectives = list(objectives)
         self._columns = [*space.names, *self.objectives, *RESULT_COLUMNS, *_BOOKKEEPING]
+        for column in self._columns:
+            if not column.isidentifier():
+                raise ValueError(f"store column {column!r} is not an identifier")
         with self._connect() as connection:
             declared = ", ".join(f'"{c}" {self._sql_type(c)}' for c in self._columns)
             connection.execute(
@@ -78,7 +81,9 @@ class SampleStore:
             marks = ", ".join("?" for _ in self._columns)
             names = ", ".join(f'"{c}"' for c in self._columns)
             connection.execute("BEGIN")
-            connection.executemany(f"INSERT INTO samples ({names}) VALUES ({marks})", records)
+            # column names are checked identifiers (parameters and objectives), never user text
+            statement = f"INSERT INTO samples ({names}) VALUES ({marks})"  # noqa: S608
+            connection.executemany(statement, records)
         connection.close()
 
     def __len__(self) -> int:
@@ -91,7 +96,8 @@ class SampleStore:
         """Every stored measurement, in insertion order, with parameter dtypes restored."""
         with self._connect() as connection:
             names = ", ".join(f'"{c}"' for c in self._columns)
-            table = pd.read_sql_query(f"SELECT {names} FROM samples ORDER BY id", connection)
+            query = f"SELECT {names} FROM samples ORDER BY id"  # noqa: S608 - checked names
+            table = pd.read_sql_query(query, connection)
         connection.close()
         for name in self.space.names:
             parameter = self.space.parameters[name]

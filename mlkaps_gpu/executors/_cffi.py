@@ -254,13 +254,17 @@ class ModuleCache:
                 error = None
                 if done.returncode != 0:
                     error = (done.stderr + done.stdout).replace(str(work) + os.sep, "")
-                    error = f"{' '.join(command[:1])} failed (exit {done.returncode}):\n{error}"
+                    error = f"{command[0]} failed (exit {done.returncode}):\n{error}"
+                # only a real verdict of the compiler is cached, not a kill (out of memory...)
+                remember = done.returncode > 0
             except subprocess.TimeoutExpired:
                 error = f"the compiler ran longer than {self.timeout_s:g} s"
+                remember = False
             if error is not None:
-                tmp_fail = Path(work) / "error.txt"
-                tmp_fail.write_text(error)
-                os.replace(tmp_fail, failure)
+                if remember:
+                    tmp_fail = Path(work) / "error.txt"
+                    tmp_fail.write_text(error)
+                    os.replace(tmp_fail, failure)
                 return CompileResult(name, None, error, False)
             os.replace(out, target)
         return CompileResult(name, str(target), None, False)
@@ -427,6 +431,9 @@ class CffiExecutor(Executor):
         for record, macros in zip(records, macro_sets, strict=True):
             if isinstance(macros, str):
                 out.append(_row(INVALID, [], macros))
+                continue
+            if self.threads and not int(record[self.threads]) >= 1:
+                out.append(_row(INVALID, [], f"{self.threads}={record[self.threads]} < 1"))
                 continue
             module = compiled[_macro_key(macros)]
             if module.path is None:

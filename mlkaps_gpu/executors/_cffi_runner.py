@@ -6,6 +6,7 @@ Loads a compiled cffi module, builds the arguments (the contract of
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import time
 from collections.abc import Callable
@@ -41,11 +42,15 @@ _NUMPY_FOR_C = {
 }
 
 
-class _Invalid(Exception):
+#: Compiled modules one worker loads before it asks to be replaced (they cannot be unloaded).
+MAX_MODULES = 256
+
+
+class _InvalidResultError(Exception):
     pass
 
 
-class _BadCall(Exception):
+class _BadCallError(Exception):
     pass
 
 
@@ -89,15 +94,20 @@ class CffiRunner:
         rng = np.random.default_rng(input_seed(self.seed, inputs))
         try:
             call = self.builder(dict(inputs), rng)
+        except Exception as error:  # noqa: BLE001 - a broken builder fails the row
+            return _failure(
+                "runtime_error", f"build_arguments raised {type(error).__name__}: {error}"
+            )
+        try:
             if not isinstance(call, KernelCall):
-                raise _BadCall(f"the builder returned {type(call).__name__}, not KernelCall")
+                raise _BadCallError(f"the builder returned {type(call).__name__}, not KernelCall")
             cargs, values, keep = self._convert(ffi, ftype, call, design)
             restore = {
                 pos: np.array(values[pos], copy=True)
                 for pos in overwritten_positions(call, self.names)
                 if isinstance(values[pos], np.ndarray)
             }
-        except (_BadCall, KeyError, TypeError, ValueError) as error:
+        except (_BadCallError, KeyError, TypeError, ValueError) as error:
             return _failure("runtime_error", f"bad kernel arguments: {error}")
 
         if request.get("threads") is not None:
@@ -116,16 +126,23 @@ class CffiRunner:
                 self._check(values, restore, returned[0], progress)
             return (stop - start) * 1e-9
 
+        collecting = gc.isenabled()
+        gc.disable()  # no collector pauses inside the timed region
         try:
             times = collect_times(run_once, self.policy)
             if self.policy.warmup + len(times) > 1:
                 self._check(values, restore, returned[0], progress)
-        except _Invalid as error:
+        except _InvalidResultError as error:
             return _failure("invalid", str(error))
         finally:
+            if collecting:
+                gc.enable()
             keep.clear()  # the buffers were needed until the last run
         summary = summarize(times, self.policy.confidence)
-        return {"status": "ok", "times": times, "message": summary.describe()}
+        result: dict[str, Any] = {"status": "ok", "times": times, "message": summary.describe()}
+        if len(self._modules) >= MAX_MODULES:
+            result["restart"] = True  # loaded modules cannot be unloaded: start afresh
+        return result
 
     def _check(
         self,
@@ -143,16 +160,16 @@ class CffiRunner:
         try:
             good = bool(self.check(given, left))
         except Exception as error:  # noqa: BLE001 - a failing check is a wrong answer
-            raise _Invalid(f"the check raised {type(error).__name__}: {error}") from None
+            raise _InvalidResultError(f"the check raised {type(error).__name__}: {error}") from None
         if not good:
-            raise _Invalid("wrong result (the check failed)")
+            raise _InvalidResultError("wrong result (the check failed)")
 
     def _convert(
         self, ffi: Any, ftype: Any, call: KernelCall, design: dict[str, Any]
     ) -> tuple[list[Any], list[Any], list[Any]]:
         params = list(ftype.args)
         if len(call.args) != len(params):
-            raise _BadCall(
+            raise _BadCallError(
                 f"{len(call.args)} arguments for {self.entry}, which takes {len(params)}"
             )
         cargs: list[Any] = []
@@ -173,16 +190,16 @@ class CffiRunner:
                     keep.append(buffer)
                     cargs.append(ffi.cast(ctype, buffer))
                 else:
-                    raise _BadCall(f"argument '{name}' ({ctype.cname}) needs a numpy array")
+                    raise _BadCallError(f"argument '{name}' ({ctype.cname}) needs a numpy array")
             elif ctype.kind == "primitive":
                 if isinstance(value, (bool, int, float)):
                     number: Any = float(value) if ctype.cname in _FLOAT_TYPES else int(value)
                     cargs.append(number)
                     value = number
                 else:
-                    raise _BadCall(f"argument '{name}' ({ctype.cname}) needs a number")
+                    raise _BadCallError(f"argument '{name}' ({ctype.cname}) needs a number")
             else:
-                raise _BadCall(f"argument '{name}': unsupported C type {ctype.cname}")
+                raise _BadCallError(f"argument '{name}': unsupported C type {ctype.cname}")
             values.append(value)
         # ``keep`` holds the from_buffer objects: the cast pointers do not keep them alive
         return cargs, values, keep
@@ -190,20 +207,20 @@ class CffiRunner:
 
 def _check_array(name: str, array: np.ndarray, ctype: Any, ffi: Any) -> None:
     if not array.flags["C_CONTIGUOUS"]:
-        raise _BadCall(f"argument '{name}': the array must be C-contiguous")
+        raise _BadCallError(f"argument '{name}': the array must be C-contiguous")
     item = ctype.item
     if item.kind == "void":
         return
     if item.kind != "primitive":
-        raise _BadCall(f"argument '{name}': unsupported pointer type {ctype.cname}")
+        raise _BadCallError(f"argument '{name}': unsupported pointer type {ctype.cname}")
     expected = _NUMPY_FOR_C.get(item.cname)
     if expected is not None:
         if array.dtype != expected:
-            raise _BadCall(
+            raise _BadCallError(
                 f"argument '{name}' ({ctype.cname}) needs dtype {expected}, got {array.dtype}"
             )
     elif array.dtype.itemsize != ffi.sizeof(item):
-        raise _BadCall(
+        raise _BadCallError(
             f"argument '{name}' ({ctype.cname}): element size {array.dtype.itemsize} != "
             f"{ffi.sizeof(item)}"
         )

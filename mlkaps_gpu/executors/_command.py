@@ -43,7 +43,7 @@ _FIELD = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}|[{}]")
 STDERR_TAIL = 2000
 
 
-class _Failure(Exception):
+class _RunFailedError(Exception):
     def __init__(self, status: str, message: str) -> None:
         super().__init__(message)
         self.status = status
@@ -154,7 +154,7 @@ class CommandExecutor(Executor):
                 for _ in range(self.warmup):
                     self._once(argv, env)
                 runs = [self._once(argv, env) for _ in range(self.repeats)]
-            except _Failure as failure:
+            except _RunFailedError as failure:
                 out.append(
                     {
                         **{o: np.nan for o in self.objectives},
@@ -183,24 +183,26 @@ class CommandExecutor(Executor):
                 start_new_session=True,
             )
         except OSError as error:
-            raise _Failure(RUNTIME_ERROR, f"cannot start {argv[0]!r}: {error}") from None
+            raise _RunFailedError(RUNTIME_ERROR, f"cannot start {argv[0]!r}: {error}") from None
         try:
             stdout_b, stderr_b = proc.communicate(timeout=self.timeout_s)
         except subprocess.TimeoutExpired:
             _kill_group(proc)
             proc.communicate()
-            raise _Failure(TIMEOUT, f"ran longer than {self.timeout_s:g} s; killed") from None
+            raise _RunFailedError(
+                TIMEOUT, f"ran longer than {self.timeout_s:g} s; killed"
+            ) from None
         stdout = stdout_b.decode("utf-8", "replace")
         stderr = stderr_b.decode("utf-8", "replace").strip()[-STDERR_TAIL:]
         if proc.returncode != 0:
             status = INVALID if proc.returncode in self.invalid_exit_codes else RUNTIME_ERROR
             text = f"{argv[0]} {describe_exit(proc.returncode)}"
-            raise _Failure(status, f"{text}; stderr: {stderr}" if stderr else text)
+            raise _RunFailedError(status, f"{text}; stderr: {stderr}" if stderr else text)
         try:
             return self._parse(stdout)
         except (ValueError, KeyError, TypeError) as error:
             tail = stdout.strip()[-200:]
-            raise _Failure(
+            raise _RunFailedError(
                 RUNTIME_ERROR, f"could not read the objective ({error}); stdout ends: {tail!r}"
             ) from None
 

@@ -196,7 +196,7 @@ def _row(status: str, times: Sequence[float], message: str) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------ worker-process side
-class _Invalid(Exception):
+class _InvalidResultError(Exception):
     pass
 
 
@@ -241,6 +241,13 @@ class CupyRunner:
         rng = np.random.default_rng(input_seed(self.seed, inputs))
         try:
             call = self.builder(dict(inputs), rng)
+        except Exception as error:  # noqa: BLE001 - a broken builder fails the row
+            return {
+                "status": "runtime_error",
+                "times": [],
+                "message": f"build_arguments raised {type(error).__name__}: {error}",
+            }
+        try:
             if not isinstance(call, KernelCall):
                 raise TypeError(f"the builder returned {type(call).__name__}, not KernelCall")
             host, device = self._convert(call, request["design"])
@@ -276,7 +283,7 @@ class CupyRunner:
             times = collect_times(run_once, self.policy)
             if self.policy.warmup + len(times) > 1:
                 self._check(host, device, progress)
-        except _Invalid as error:
+        except _InvalidResultError as error:
             return {"status": "invalid", "times": [], "message": str(error)}
         except (cp.cuda.driver.CUDADriverError, cp.cuda.runtime.CUDARuntimeError) as error:
             return {
@@ -330,9 +337,9 @@ class CupyRunner:
         try:
             good = bool(self.check(given, left))
         except Exception as error:  # noqa: BLE001 - a failing check is a wrong answer
-            raise _Invalid(f"the check raised {type(error).__name__}: {error}") from None
+            raise _InvalidResultError(f"the check raised {type(error).__name__}: {error}") from None
         if not good:
-            raise _Invalid("wrong result (the check failed)")
+            raise _InvalidResultError("wrong result (the check failed)")
 
 
 def _default_names(count: int) -> list[str]:

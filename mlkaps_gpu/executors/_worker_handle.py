@@ -33,11 +33,11 @@ STDERR_TAIL = 2000
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 
 
-class _WorkerGone(Exception):
+class _WorkerGoneError(Exception):
     pass
 
 
-class _WorkerTimeout(Exception):
+class _WorkerTimeoutError(Exception):
     pass
 
 
@@ -121,7 +121,7 @@ class WorkerHandle:
         try:
             self._send(message)
             reply = self._receive(START_TIMEOUT_S)
-        except (_WorkerGone, _WorkerTimeout) as error:
+        except (_WorkerGoneError, _WorkerTimeoutError) as error:
             detail = self._failure_text(str(error))
             self._discard()
             raise ExecutorError(f"the worker process could not start: {detail}") from None
@@ -136,7 +136,7 @@ class WorkerHandle:
             try:
                 self._send({"kind": "exit"})
                 proc.wait(timeout=2.0)
-            except (OSError, _WorkerGone, subprocess.TimeoutExpired):
+            except (OSError, _WorkerGoneError, subprocess.TimeoutExpired):
                 pass
         self._discard()
 
@@ -196,14 +196,14 @@ class WorkerHandle:
                         self._discard()
                     return result
                 raise ExecutorError(f"worker protocol error: {reply.get('message', reply)}")
-        except _WorkerTimeout:
+        except _WorkerTimeoutError:
             self._kill()
             return {
                 "status": TIMEOUT,
                 "times": [],
                 "message": f"no progress for {timeout:g} s while {what}; worker killed",
             }
-        except _WorkerGone as error:
+        except _WorkerGoneError as error:
             detail = self._failure_text(str(error))
             self._discard()
             return {"status": RUNTIME_ERROR, "times": [], "message": f"while {what}: {detail}"}
@@ -238,18 +238,18 @@ class WorkerHandle:
     def _send(self, message: dict[str, Any]) -> None:
         proc = self._proc
         if proc is None or proc.stdin is None:
-            raise _WorkerGone("no worker")
+            raise _WorkerGoneError("no worker")
         data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
         try:
             proc.stdin.write(_HEADER.pack(len(data)) + data)
             proc.stdin.flush()
         except (BrokenPipeError, OSError) as error:
-            raise _WorkerGone(f"pipe closed ({error})") from None
+            raise _WorkerGoneError(f"pipe closed ({error})") from None
 
     def _receive(self, timeout_s: float) -> dict[str, Any]:
         proc = self._proc
         if proc is None or proc.stdout is None:
-            raise _WorkerGone("no worker")
+            raise _WorkerGoneError("no worker")
         fd = proc.stdout.fileno()
         deadline = time.monotonic() + timeout_s
         while True:
@@ -259,16 +259,16 @@ class WorkerHandle:
                 if len(self._buffer) >= end:
                     body = self._buffer[_HEADER.size : end]
                     self._buffer = self._buffer[end:]
-                    message = pickle.loads(body)
+                    message = pickle.loads(body)  # noqa: S301 - our own worker's pipe
                     assert isinstance(message, dict)
                     return message
             left = deadline - time.monotonic()
             if left <= 0:
-                raise _WorkerTimeout()
+                raise _WorkerTimeoutError()
             ready, _, _ = select.select([fd], [], [], left)
             if not ready:
                 continue
             chunk = os.read(fd, 1 << 20)
             if not chunk:
-                raise _WorkerGone("the worker closed its output")
+                raise _WorkerGoneError("the worker closed its output")
             self._buffer += chunk

@@ -15,8 +15,9 @@ mode  behaviour
 7     adds 1 to every x[i] and returns the new sum (needs x restored before each run)
 ====  ==========================================================================
 
-Compiled with ``-D BREAK=1`` the source has a syntax error. Used by the executor tests and
-handy to check a new machine's setup.
+Compiled with ``-D BREAK=1`` the source has a syntax error. ``faulty_cuda`` is the CUDA
+counterpart (y = 2 x, or a crash, a hang, a wrong answer). Used by the executor tests and handy
+to check a new machine's setup.
 """
 
 from __future__ import annotations
@@ -102,3 +103,47 @@ def check_faulty(inputs: dict[str, Any], outputs: dict[str, Any]) -> bool:
         return bool(result == 1.0)
     expected = float(x.sum()) + (x.size if mode == 7 else 0)
     return bool(abs(result - expected) <= 1e-9 * max(1.0, abs(expected)))
+
+
+# ------------------------------------------------------------------------------------- CUDA
+FAULTY_CUDA_KERNEL = "faulty_cuda"
+
+FAULTY_CUDA_SOURCE = r"""
+#ifndef BREAK
+#define BREAK 0
+#endif
+#if BREAK
+this is not CUDA;
+#endif
+
+/* y = 2 x; mode 1: write to an illegal address; 2: loop forever; 3: wrong answer (2 x + 1) */
+extern "C" __global__ void faulty_cuda(int n, const double *x, double *y, int mode)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (mode == 1 && i == 0) {
+        double *bad = (double *)0x10;
+        bad[0] = 1.0;
+    }
+    if (mode == 2) {
+        long long start = clock64(); /* the clock never goes back: an endless loop */
+        while (clock64() >= start) {
+        }
+    }
+    if (i < n) y[i] = 2.0 * x[i] + (mode == 3 ? 1.0 : 0.0);
+}
+"""
+
+
+def faulty_cuda_arguments(inputs: dict[str, Any], rng: np.random.Generator) -> KernelCall:
+    n = int(inputs["n"])
+    x = rng.random(n)
+    y = np.full(n, np.nan)
+    return KernelCall([n, x, y, Design("mode")])
+
+
+def faulty_cuda_grid(values: dict[str, Any]) -> tuple[int]:
+    return (-(-int(values["n"]) // int(values["bs"])),)
+
+
+def check_faulty_cuda(inputs: dict[str, Any], outputs: dict[str, Any]) -> bool:
+    return bool(np.allclose(outputs["y"], 2.0 * np.asarray(inputs["x"]), rtol=1e-14, atol=0.0))

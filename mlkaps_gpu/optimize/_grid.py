@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from pymoo.algorithms.moo.nsga2 import NSGA2
+from pymoo.algorithms.moo.nsga2 import NSGA2, binary_tournament
 from pymoo.core.duplicate import DefaultDuplicateElimination
 from pymoo.core.evaluator import Evaluator
 from pymoo.core.mating import Mating
@@ -29,7 +29,6 @@ from pymoo.operators.mutation.pm import PM
 from pymoo.operators.repair.rounding import RoundingRepair
 from pymoo.operators.selection.tournament import TournamentSelection
 from pymoo.problems.static import StaticProblem
-from pymoo.algorithms.moo.nsga2 import binary_tournament
 
 from mlkaps_gpu.space import Space
 from mlkaps_gpu.space._space import nearest_codes
@@ -75,6 +74,15 @@ class GridOptimizer:
         self.space = space
         self.objectives = list(objectives)
         self.directions = list(directions or ["minimize"] * len(self.objectives))
+        if len(self.directions) != len(self.objectives):
+            raise ValueError(
+                f"{len(self.directions)} directions for {len(self.objectives)} objectives"
+            )
+        unknown = [d for d in self.directions if d not in ("minimize", "maximize")]
+        if unknown:
+            raise ValueError(f"unknown directions {unknown} (allowed: minimize, maximize)")
+        if weights is not None and len(weights) != len(self.objectives):
+            raise ValueError(f"{len(weights)} weights for {len(self.objectives)} objectives")
         self.method = method
         self.population = population
         self.generations = generations
@@ -195,7 +203,10 @@ class GridOptimizer:
         n_design = len(space.design)
         upper = (space.design_sizes - 1).astype(float)
         problem = Problem(
-            n_var=n_design, n_obj=len(self.objectives), xl=np.zeros(n_design), xu=upper,
+            n_var=n_design,
+            n_obj=len(self.objectives),
+            xl=np.zeros(n_design),
+            xu=upper,
             vtype=int,
         )
         codes = np.zeros((n_points, n_design), dtype=np.int64)
@@ -254,7 +265,9 @@ class GridOptimizer:
             )
             index = self._choose(block)
             codes[point], values[point] = valid[index], block[index]
-        best: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        # every evaluated candidate per point: the choice among them is made once, at the end,
+        # with the same (normalised, weighted) rule as the exhaustive method
+        evaluated: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
         evaluator = Evaluator()
         for generation in range(self.generations):
             active = [(p, a) for p, a in algorithms if a.has_next()]
@@ -269,9 +282,7 @@ class GridOptimizer:
             blocks = []
             for (point, _), population in zip(active, populations, strict=True):
                 x = np.round(population.get("X")).astype(np.int64)
-                blocks.append(
-                    self._features(np.repeat(input_features[[point]], len(x), axis=0), x)
-                )
+                blocks.append(self._features(np.repeat(input_features[[point]], len(x), axis=0), x))
             predicted = self._predict(surrogates, np.vstack(blocks))
             start = 0
             for (point, algorithm), population in zip(active, populations, strict=True):
@@ -280,13 +291,16 @@ class GridOptimizer:
                 evaluator.eval(StaticProblem(problem, F=block), population)
                 algorithm.tell(infills=population)
                 x = np.round(population.get("X")).astype(np.int64)
-                index = self._choose(block)
-                if point not in best or _better(block[index], best[point][1], self.weights):
-                    best[point] = (x[index], block[index])
+                evaluated.setdefault(point, []).append((x, block))
             if self.progress:
                 self.progress(generation + 1, self.generations)
-        for point, (x, value) in best.items():
-            codes[point], values[point] = x, value
+        for point, parts in evaluated.items():
+            x = np.vstack([part[0] for part in parts])
+            block = np.vstack([part[1] for part in parts])
+            _, first = np.unique(x, axis=0, return_index=True)
+            first = np.sort(first)  # keep the first evaluation of each configuration, in order
+            index = first[self._choose(block[first])]
+            codes[point], values[point] = x[index], block[index]
         return codes, values, n_valid
 
 
@@ -305,12 +319,6 @@ class _PointRepair(Repair):
             return nearest_codes(codes, self.valid).astype(float)
         repeated = pd.concat([self.inputs] * len(codes), ignore_index=True)
         return self.space.repair_codes(repeated, codes).astype(float)
-
-
-def _better(candidate: np.ndarray, incumbent: np.ndarray, weights: np.ndarray) -> bool:
-    if len(candidate) == 1:
-        return bool(candidate[0] < incumbent[0])
-    return bool(np.dot(candidate, weights) < np.dot(incumbent, weights))
 
 
 def _rows(table: pd.DataFrame) -> list[dict[str, Any]]:

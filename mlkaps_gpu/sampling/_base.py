@@ -41,6 +41,7 @@ class Sampler(abc.ABC):
         self._n_asks = 0
         self._seen: set[tuple[Any, ...]] = set()
         self.history_: pd.DataFrame = pd.DataFrame()
+        self._finite_rows: pd.DataFrame | bool | None = None
 
     def _rng(self, salt: int = 0) -> np.random.Generator:
         return np.random.default_rng(np.random.SeedSequence([self.seed, self._n_asks, salt]))
@@ -61,6 +62,9 @@ class Sampler(abc.ABC):
             attempts += 1
             extra = self._filter_new(self.space.sample_valid(n - len(rows), rng), rows)
             rows = pd.concat([rows, extra], ignore_index=True)
+        if len(rows) < n:
+            # random draws keep hitting seen rows: the space may be (nearly) exhausted
+            rows = pd.concat([rows, self._unseen_rows(n - len(rows), rng, rows)], ignore_index=True)
         rows = rows.iloc[:n].reset_index(drop=True)
         if len(rows):
             valid = self.space.is_valid(rows)
@@ -78,9 +82,7 @@ class Sampler(abc.ABC):
         if len(rows) == 0:
             return
         self._seen.update(self.space.key(rows))
-        told = pd.concat(
-            [rows.reset_index(drop=True), results.reset_index(drop=True)], axis=1
-        )
+        told = pd.concat([rows.reset_index(drop=True), results.reset_index(drop=True)], axis=1)
         self.history_ = (
             told if self.history_.empty else pd.concat([self.history_, told], ignore_index=True)
         )
@@ -98,9 +100,65 @@ class Sampler(abc.ABC):
                 keep.append(index)
         return rows.iloc[keep].reset_index(drop=True)
 
+    def _unseen_rows(self, n: int, rng: np.random.Generator, batch: pd.DataFrame) -> pd.DataFrame:
+        """Up to ``n`` valid rows never seen, drawn from the enumeration of a finite space
+        (none when the space is infinite or too large to enumerate)."""
+        if self._finite_rows is None:
+            self._finite_rows = _enumerate_valid_rows(self.space)
+        if self._finite_rows is False:
+            return self.space.empty_table()
+        unseen = self._filter_new(self._finite_rows, batch)
+        if len(unseen) > n:
+            unseen = unseen.iloc[np.sort(rng.choice(len(unseen), size=n, replace=False))]
+        return unseen.reset_index(drop=True)
+
     @abc.abstractmethod
     def _ask(self, n: int, rng: np.random.Generator) -> pd.DataFrame:
         """Propose ``n`` valid rows (duplicates are filtered by ``ask``)."""
 
     def _tell(self, told: pd.DataFrame) -> None:  # noqa: B027 - optional hook
         """Hook for samplers that learn from results (``told`` has rows and results)."""
+
+
+def _enumerate_valid_rows(space: Space) -> pd.DataFrame | bool:
+    """Every valid row of a space whose inputs are finite, or False when that is not possible
+    (a float range input, a design space that is not enumerated, too many rows)."""
+    if not space.enumerable:
+        return False
+    axes = []
+    for parameter in space.inputs:
+        if parameter.values is not None:
+            axes.append(parameter.domain_values())
+        elif parameter.kind == "int":
+            assert parameter.low is not None and parameter.high is not None
+            if parameter.high - parameter.low + 1 > _ENUMERATE_INPUT_POINTS:
+                return False
+            axes.append(np.arange(int(parameter.low), int(parameter.high) + 1))
+        else:
+            return False
+    n_points = int(np.prod([float(len(a)) for a in axes]))
+    if n_points > _ENUMERATE_INPUT_POINTS:
+        return False
+    mesh = np.meshgrid(*[np.arange(len(a)) for a in axes], indexing="ij")
+    inputs = pd.DataFrame(
+        {p.name: axes[i][mesh[i].ravel()] for i, p in enumerate(space.inputs)},
+        index=range(n_points),
+    )
+    tables = []
+    total = 0
+    for point, values in enumerate(inputs.to_dict(orient="records")):
+        valid = space.valid_design_codes(values)
+        total += len(valid)
+        if total > _ENUMERATE_ROWS:
+            return False
+        if len(valid):
+            repeated = inputs.iloc[np.full(len(valid), point)]
+            tables.append(space.assemble(repeated, valid))
+    if not tables:
+        return space.empty_table()
+    return pd.concat(tables, ignore_index=True)
+
+
+#: Limits of the enumeration used to finish a batch in a nearly exhausted finite space.
+_ENUMERATE_INPUT_POINTS = 20_000
+_ENUMERATE_ROWS = 200_000

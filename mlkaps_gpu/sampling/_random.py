@@ -25,7 +25,8 @@ class LHSSampler(Sampler):
         dimensions = len(space.inputs) + len(space.design)
         unit = qmc.LatinHypercube(d=dimensions, rng=rng).random(n)
         inputs = pd.DataFrame(
-            {p.name: p.from_unit(unit[:, i], discrete=False) for i, p in enumerate(space.inputs)}
+            {p.name: p.from_unit(unit[:, i], discrete=False) for i, p in enumerate(space.inputs)},
+            index=range(n),
         )
         offset = len(space.inputs)
         design = pd.DataFrame(
@@ -44,7 +45,8 @@ class LHSSampler(Sampler):
         codes[invalid[found]] = replacement[found]
         result = space.assemble(inputs, codes)
         if not found.all():
-            fresh = space.sample_valid(int((~found).sum()), rng)
-            result.iloc[invalid[~found]] = fresh.to_numpy()
-            result = result.astype({p.name: p.dtype for p in space.inputs + space.design})
-        return result
+            # inputs admitting no valid design: replace the whole row by a fresh valid one
+            replaced = invalid[~found]
+            fresh = space.sample_valid(len(replaced), rng).set_axis(replaced)
+            result = pd.concat([result.drop(index=replaced), fresh]).sort_index()
+        return result.reset_index(drop=True)

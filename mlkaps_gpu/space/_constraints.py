@@ -7,8 +7,11 @@ whitelist; nothing is ever ``eval``-ed. The checked tree is compiled into a chai
 closures that evaluate the constraint over whole columns at once, and it can also be written
 as C (for the run-time validity check in generated headers).
 
-Arithmetic is done in float64 (exact for integers below 2**53); a division by zero gives
-inf or nan, and any comparison with nan is false, so such a row is simply invalid.
+Arithmetic is done in float64 (exact for integers below 2**53) with Python's semantics for
+``//``, ``%``, ``and``, ``or`` and chained comparisons. Where Python would raise (a division or
+modulo by zero, zero to a negative power) the value is *undefined* (carried as nan); an undefined
+value makes the whole constraint false for that row, whatever ``not`` is applied to it, unless an
+``and``/``or`` short-circuits past it as Python would. Such a row is simply invalid.
 """
 
 from __future__ import annotations
@@ -24,14 +27,32 @@ from mlkaps_gpu.space._parameters import Parameter, SpaceError
 
 Evaluator = Callable[[Mapping[str, Any]], Any]
 
+
+def _divide(left: Any, right: Any) -> Any:
+    return np.where(np.equal(right, 0), np.nan, np.true_divide(left, right))
+
+
+def _floor_divide(left: Any, right: Any) -> Any:
+    return np.where(np.equal(right, 0), np.nan, np.floor_divide(left, right))
+
+
+def _modulo(left: Any, right: Any) -> Any:
+    return np.where(np.equal(right, 0), np.nan, np.mod(left, right))
+
+
+def _power(left: Any, right: Any) -> Any:
+    undefined = np.equal(left, 0) & np.less(right, 0)
+    return np.where(undefined, np.nan, np.power(left, right))
+
+
 _BINARY: dict[type, tuple[str, Callable[[Any, Any], Any]]] = {
     ast.Add: ("+", np.add),
     ast.Sub: ("-", np.subtract),
     ast.Mult: ("*", np.multiply),
-    ast.Div: ("/", np.true_divide),
-    ast.FloorDiv: ("//", np.floor_divide),
-    ast.Mod: ("%", np.mod),
-    ast.Pow: ("**", np.power),
+    ast.Div: ("/", _divide),
+    ast.FloorDiv: ("//", _floor_divide),
+    ast.Mod: ("%", _modulo),
+    ast.Pow: ("**", _power),
 }
 _COMPARE: dict[type, tuple[str, Callable[[Any, Any], Any]]] = {
     ast.Eq: ("==", np.equal),
@@ -44,6 +65,9 @@ _COMPARE: dict[type, tuple[str, Callable[[Any, Any], Any]]] = {
 _FUNCTIONS = {"min": (2, None), "max": (2, None), "abs": (1, 1)}
 #: Longest constraint text accepted (characters).
 MAX_LENGTH = 100_000
+#: Deepest nesting accepted (a left-to-right chain such as ``a + b - c + d`` counts as one level);
+#: it keeps compiling, evaluating and writing C far from Python's recursion limit.
+MAX_DEPTH = 100
 
 _NUM, _STR = "number", "string"
 
@@ -70,11 +94,12 @@ class Constraint:
         """Boolean array: which of ``n_rows`` rows satisfy the constraint.
 
         ``columns`` maps each parameter name to a column (float64 for numeric parameters,
-        object/str for categorical ones) or to a scalar, which is broadcast.
+        object/str for categorical ones) or to a scalar, which is broadcast. A row where the
+        constraint is undefined (division by zero...) does not satisfy it.
         """
         with np.errstate(all="ignore"):
-            value = self._evaluate(columns)
-            result = _truth(value)
+            value = np.asarray(self._evaluate(columns), dtype=np.float64)
+            result = (value != 0) & ~np.isnan(value)
         return np.broadcast_to(result, (n_rows,)).copy()
 
     def to_c(self, name_of: Callable[[str], str], literal_of: Callable[[str, str], str]) -> str:
@@ -101,27 +126,74 @@ def parse_constraint(source: str, parameters: Mapping[str, Parameter]) -> Constr
         raise ConstraintError("constraint '': empty expression")
     if len(text) > MAX_LENGTH:
         raise ConstraintError(f"constraint of {len(text)} characters: longer than {MAX_LENGTH}")
+    too_deep = f"constraint {text[:60]!r}...: nested more than {MAX_DEPTH} levels deep"
     try:
         tree = ast.parse(text, mode="eval")
     except SyntaxError as error:
+        if "nested" in str(error.msg) or "complex" in str(error.msg):
+            raise ConstraintError(too_deep) from None
         raise ConstraintError(f"constraint {text!r}: syntax error ({error.msg})") from None
     except (RecursionError, MemoryError, ValueError):
-        raise ConstraintError(f"constraint {text[:60]!r}...: too deeply nested") from None
+        raise ConstraintError(too_deep) from None
+    if _depth(tree.body) > MAX_DEPTH:
+        raise ConstraintError(too_deep)
     checker = _Checker(text, parameters)
-    try:
-        evaluate, _ = checker.compile(tree.body)
-    except RecursionError:
-        raise ConstraintError(f"constraint {text[:60]!r}...: too deeply nested") from None
+    evaluate, kind = checker.compile(tree.body)
+    if kind == _STR:
+        raise checker.fail(tree.body, "a string is not a condition")
     return Constraint(text, frozenset(checker.names), tree, evaluate)
 
 
-def _truth(value: Any) -> Any:
-    array = np.asarray(value)
-    if array.dtype == bool:
-        return array
-    if array.dtype == object:
-        raise ConstraintError("a string is not a condition")
-    return array != 0
+def _left_chain(node: ast.BinOp) -> tuple[ast.expr, list[ast.BinOp]]:
+    """``a + b - c`` as its leftmost operand and its operations, innermost first."""
+    chain = []
+    current: ast.expr = node
+    while isinstance(current, ast.BinOp):
+        chain.append(current)
+        current = current.left
+    chain.reverse()
+    return current, chain
+
+
+def _depth(root: ast.expr) -> int:
+    """Nesting depth, found without recursion (left-to-right operator chains count once)."""
+    deepest = 0
+    stack: list[tuple[ast.AST, int]] = [(root, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, ast.expr):
+                continue
+            same_chain = isinstance(node, ast.BinOp) and child is node.left
+            stack.append((child, depth if same_chain else depth + 1))
+    return deepest
+
+
+def _numbers(value: Any) -> Any:
+    return np.asarray(value, dtype=np.float64)
+
+
+def _undefined(value: Any) -> Any:
+    """Where a number is undefined (nan)."""
+    return np.isnan(value)
+
+
+def _logical_not(value: Any) -> Any:
+    value = _numbers(value)
+    return np.where(_undefined(value), np.nan, np.equal(value, 0).astype(np.float64))
+
+
+def _logical_and(left: Any, right: Any) -> Any:
+    """Python's ``left and right``: ``left`` when it is false (or undefined), else ``right``."""
+    left = _numbers(left)
+    return np.where(_undefined(left) | np.equal(left, 0), left, right)
+
+
+def _logical_or(left: Any, right: Any) -> Any:
+    """Python's ``left or right``: ``left`` when it is true (or undefined), else ``right``."""
+    left = _numbers(left)
+    return np.where(np.not_equal(left, 0), left, right)  # nan != 0: undefined stays
 
 
 class _Checker:
@@ -163,11 +235,11 @@ class _Checker:
 
     def _constant(self, node: ast.Constant) -> tuple[Evaluator, str]:
         value = node.value
-        if isinstance(value, bool):
-            number = float(value)
-            return (lambda _c: number), _NUM
-        if isinstance(value, (int, float)):
-            number = float(value)
+        if isinstance(value, (bool, int, float)):
+            try:
+                number = np.float64(value)
+            except OverflowError:  # an integer literal beyond float64
+                number = np.float64(np.inf)
             return (lambda _c: number), _NUM
         if isinstance(value, str):
             return (lambda _c: value), _STR
@@ -177,26 +249,34 @@ class _Checker:
         name = node.id
         if name in _FUNCTIONS:
             raise self.fail(node, f"'{name}' is a function and must be called")
-        if name in ("True", "False"):  # pragma: no cover - parsed as Constant in py3
-            raise self.fail(node, "unexpected name")
         if name not in self.parameters:
             known = ", ".join(sorted(self.parameters)) or "none"
             raise self.fail(node, f"unknown parameter '{name}' (known: {known})")
         self.names.add(name)
-        kind = _STR if self.parameters[name].kind == "categorical" else _NUM
-        return (lambda columns: columns[name]), kind
+        if self.parameters[name].kind == "categorical":
+            return (lambda columns: columns[name]), _STR
+        return (lambda columns: _numbers(columns[name])), _NUM
 
     def _binary(self, node: ast.BinOp) -> tuple[Evaluator, str]:
-        if type(node.op) not in _BINARY:
-            raise self.fail(node, f"operator '{type(node.op).__name__}' is not allowed")
-        left, left_kind = self.compile(node.left)
-        right, right_kind = self.compile(node.right)
-        if _STR in (left_kind, right_kind):
-            raise self.fail(node, "arithmetic on a categorical parameter or string")
-        function = _BINARY[type(node.op)][1]
+        # a left-to-right chain (a + b - c ...) is compiled in a loop, not by recursion
+        leftmost, chain = _left_chain(node)
+        first, kind = self.compile(leftmost)
+        steps: list[tuple[Callable[[Any, Any], Any], Evaluator]] = []
+        for operation in chain:
+            if type(operation.op) not in _BINARY:
+                raise self.fail(
+                    operation, f"operator '{type(operation.op).__name__}' is not allowed"
+                )
+            right, right_kind = self.compile(operation.right)
+            if _STR in (kind, right_kind):
+                raise self.fail(operation, "arithmetic on a categorical parameter or string")
+            steps.append((_BINARY[type(operation.op)][1], right))
 
         def evaluate(columns: Mapping[str, Any]) -> Any:
-            return function(np.asarray(left(columns), dtype=np.float64), right(columns))
+            value = _numbers(first(columns))
+            for function, right in steps:
+                value = function(value, right(columns))
+            return value
 
         return evaluate, _NUM
 
@@ -205,7 +285,7 @@ class _Checker:
         if kind == _STR:
             raise self.fail(node, "a string is not a number or a condition")
         if isinstance(node.op, ast.Not):
-            return (lambda columns: np.logical_not(_truth(operand(columns)))), _NUM
+            return (lambda columns: _logical_not(operand(columns))), _NUM
         if isinstance(node.op, ast.USub):
             return (lambda columns: np.negative(operand(columns))), _NUM
         if isinstance(node.op, ast.UAdd):
@@ -219,19 +299,19 @@ class _Checker:
             if kind == _STR:
                 raise self.fail(value, "a string is not a condition")
             parts.append(part)
-        combine = np.logical_and if isinstance(node.op, ast.And) else np.logical_or
+        combine = _logical_and if isinstance(node.op, ast.And) else _logical_or
 
         def evaluate(columns: Mapping[str, Any]) -> Any:
-            result = _truth(parts[0](columns))
+            result = parts[0](columns)
             for part in parts[1:]:
-                result = combine(result, _truth(part(columns)))
+                result = combine(result, part(columns))
             return result
 
         return evaluate, _NUM
 
     def _compare(self, node: ast.Compare) -> tuple[Evaluator, str]:
-        operands = [self.compile(node.left)]
-        operands += [self.compile(c) for c in node.comparators]
+        nodes = [node.left, *node.comparators]
+        operands = [self.compile(n) for n in nodes]
         comparisons = []
         for index, op in enumerate(node.ops):
             if type(op) not in _COMPARE:
@@ -239,20 +319,38 @@ class _Checker:
             (_, left_kind), (_, right_kind) = operands[index], operands[index + 1]
             if left_kind != right_kind:
                 raise self.fail(node, "comparison of a string with a number")
-            if left_kind == _STR and not isinstance(op, (ast.Eq, ast.NotEq)):
-                raise self.fail(node, "strings can only be compared with == or !=")
-            comparisons.append(_COMPARE[type(op)][1])
+            if left_kind == _STR:
+                if not isinstance(op, (ast.Eq, ast.NotEq)):
+                    raise self.fail(node, "strings can only be compared with == or !=")
+                self._check_category(node, nodes[index], nodes[index + 1])
+            comparisons.append((_COMPARE[type(op)][1], left_kind == _NUM))
         evaluators = [e for e, _ in operands]
 
         def evaluate(columns: Mapping[str, Any]) -> Any:
             values = [e(columns) for e in evaluators]
             result = None
-            for index, compare in enumerate(comparisons):
-                step = np.asarray(compare(values[index], values[index + 1]), dtype=bool)
-                result = step if result is None else np.logical_and(result, step)
+            for index, (compare, numeric) in enumerate(comparisons):
+                left, right = values[index], values[index + 1]
+                step = np.asarray(compare(left, right), dtype=np.float64)
+                if numeric:
+                    step = np.where(_undefined(left) | _undefined(right), np.nan, step)
+                # a < b < c is (a < b) and (b < c), short-circuiting like Python
+                result = step if result is None else _logical_and(result, step)
             return result
 
         return evaluate, _NUM
+
+    def _check_category(self, node: ast.Compare, left: ast.expr, right: ast.expr) -> None:
+        """A string compared with a categorical parameter must be one of its values."""
+        for name_node, constant in ((left, right), (right, left)):
+            if isinstance(name_node, ast.Name) and isinstance(constant, ast.Constant):
+                values = self.parameters[name_node.id].values or ()
+                if constant.value not in values:
+                    allowed = ", ".join(repr(v) for v in values)
+                    raise self.fail(
+                        node,
+                        f"{constant.value!r} is not a value of '{name_node.id}' ({allowed})",
+                    )
 
     def _call(self, node: ast.Call) -> tuple[Evaluator, str]:
         if not isinstance(node.func, ast.Name):
@@ -305,20 +403,19 @@ class _CWriter:
         if isinstance(node, ast.Constant):
             if isinstance(node.value, str):
                 raise ConstraintError("string constant outside a comparison")
-            return repr(float(node.value)) if not isinstance(node.value, bool) else (
-                "1.0" if node.value else "0.0"
+            return (
+                repr(float(node.value))  # type: ignore[arg-type]
+                if not isinstance(node.value, bool)
+                else ("1.0" if node.value else "0.0")
             )
         if isinstance(node, ast.Name):
             return self.name_of(node.id)
         if isinstance(node, ast.BinOp):
-            left, right = self.value(node.left), self.value(node.right)
-            if isinstance(node.op, ast.FloorDiv):
-                return f"floor({left} / {right})"
-            if isinstance(node.op, ast.Mod):
-                return f"mlkaps_pymod({left}, {right})"
-            if isinstance(node.op, ast.Pow):
-                return f"pow({left}, {right})"
-            return f"({left} {_BINARY[type(node.op)][0]} {right})"
+            leftmost, chain = _left_chain(node)  # a loop, not recursion, along a + b - c ...
+            text = self.value(leftmost)
+            for operation in chain:
+                text = self._arithmetic(operation.op, text, self.value(operation.right))
+            return text
         if isinstance(node, ast.UnaryOp):
             if isinstance(node.op, ast.Not):
                 return f"(!{self.truth(node.operand)})"
@@ -344,6 +441,16 @@ class _CWriter:
                 result = f"{function}({result}, {argument})"
             return result
         raise ConstraintError(f"cannot write {type(node).__name__} as C")
+
+    @staticmethod
+    def _arithmetic(op: ast.operator, left: str, right: str) -> str:
+        if isinstance(op, ast.FloorDiv):
+            return f"floor({left} / {right})"
+        if isinstance(op, ast.Mod):
+            return f"mlkaps_pymod({left}, {right})"
+        if isinstance(op, ast.Pow):
+            return f"pow({left}, {right})"
+        return f"({left} {_BINARY[type(op)][0]} {right})"
 
     def _comparison(self, left: ast.AST, op: ast.cmpop, right: ast.AST) -> str:
         symbol = _COMPARE[type(op)][0]

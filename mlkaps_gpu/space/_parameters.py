@@ -58,8 +58,15 @@ class Parameter:
             raise SpaceError(f"{where}: name must be an identifier (letters, digits, '_')")
         if self.kind not in KINDS:
             raise SpaceError(f"{where}: unknown type '{self.kind}' (allowed: {', '.join(KINDS)})")
-        if self.kind == "bool" and self.values is None and self.low is None:
-            object.__setattr__(self, "values", (False, True))
+        if self.kind == "bool" and self.values is None:
+            # a bool is always the list of its values, even when given as a range
+            low = False if self.low is None else _coerce(self.low, "bool", where)
+            high = True if self.high is None else _coerce(self.high, "bool", where)
+            if low > high:
+                raise SpaceError(f"{where}: range min {low} > max {high}")
+            object.__setattr__(self, "values", tuple(v for v in (False, True) if low <= v <= high))
+            object.__setattr__(self, "low", None)
+            object.__setattr__(self, "high", None)
         if self.values is not None:
             if self.low is not None or self.high is not None:
                 raise SpaceError(f"{where}: give either 'values' or 'range', not both")
@@ -154,7 +161,8 @@ class Parameter:
             values = low + u * (high - low)
         if self.kind == "int":
             return np.clip(np.round(values), self.low, self.high).astype(np.int64)
-        return values
+        # exp(log(...)) and low + u * (high - low) can round one ulp past either end
+        return np.clip(values, self.low, self.high)
 
     def sample(self, n: int, rng: np.random.Generator, *, discrete: bool) -> np.ndarray:
         return self.from_unit(rng.random(n), discrete=discrete)

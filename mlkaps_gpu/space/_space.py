@@ -28,6 +28,13 @@ DEFAULT_ENUMERATE_LIMIT = 2_000_000
 #: Largest product that is re-evaluated per input point when constraints involve inputs.
 PER_INPUT_ENUMERATE_LIMIT = 200_000
 _CACHE_SIZE = 4096
+#: Rejection sampling: candidates evaluated per round, and at most per pending row.
+_REJECTION_BATCH = 4096
+_REJECTION_PER_ROW = 1024
+#: Rejection rounds for redrawn inputs (the first draw has ``max_rounds``).
+_REDRAW_ROUNDS = 10
+#: Most candidates one Chebyshev ring of a non-enumerated space is searched with.
+_RING_LIMIT = 1 << 20
 
 
 class Space:
@@ -105,11 +112,7 @@ class Space:
 
     def satisfies_constraints(self, table: pd.DataFrame) -> np.ndarray:
         """Which rows satisfy every constraint (domains are not checked)."""
-        columns = self.columns(table)
-        result = np.ones(len(table), dtype=bool)
-        for constraint in self.constraints:
-            result &= constraint.evaluate(columns, len(table))
-        return result
+        return self._satisfies(self.columns(table), len(table))
 
     def is_valid(self, table: pd.DataFrame) -> np.ndarray:
         """Which rows have every value in its domain and satisfy every constraint."""
@@ -136,8 +139,12 @@ class Space:
     def design_from_codes(self, codes: np.ndarray) -> pd.DataFrame:
         """Design table from integer codes."""
         codes = np.asarray(codes, dtype=np.int64).reshape(-1, len(self.design))
+        # explicit dtypes: pandas would otherwise turn categorical values into its string dtype
         return pd.DataFrame(
-            {p.name: p.domain_values()[codes[:, i]] for i, p in enumerate(self.design)}
+            {
+                p.name: pd.Series(p.domain_values()[codes[:, i]], dtype=p.dtype)
+                for i, p in enumerate(self.design)
+            }
         )
 
     def features(self, table: pd.DataFrame, names: Sequence[str] | None = None) -> np.ndarray:
@@ -221,7 +228,9 @@ class Space:
     # ---------------------------------------------------------------------------- sampling
     def sample_inputs(self, n: int, rng: np.random.Generator) -> pd.DataFrame:
         """Uniform (log-uniform where ``log``) random input points."""
-        return pd.DataFrame({p.name: p.sample(n, rng, discrete=False) for p in self.inputs})
+        return pd.DataFrame(
+            {p.name: p.sample(n, rng, discrete=False) for p in self.inputs}, index=range(n)
+        )
 
     def sample_designs(
         self, inputs: pd.DataFrame, rng: np.random.Generator, *, max_rounds: int = 1000
@@ -243,18 +252,40 @@ class Space:
                 codes[rows] = valid[rng.integers(len(valid), size=len(rows))]
                 found[rows] = True
             return codes, found
+        # rejection: several candidates per pending row and round, evaluated on plain columns;
+        # the first valid candidate of a row is uniform over its valid set
+        input_columns = self.columns(inputs)
         pending = np.arange(n)
         for _ in range(max_rounds):
             if len(pending) == 0:
                 break
-            trial = rng.integers(self.design_sizes, size=(len(pending), len(self.design)))
-            table = inputs.iloc[pending].reset_index(drop=True)
-            table = pd.concat([table, self.design_from_codes(trial)], axis=1)
-            ok = self.satisfies_constraints(table)
-            codes[pending[ok]] = trial[ok]
-            found[pending[ok]] = True
-            pending = pending[~ok]
+            per_row = int(np.clip(_REJECTION_BATCH // len(pending), 1, _REJECTION_PER_ROW))
+            owners = np.repeat(pending, per_row)
+            trial = rng.integers(self.design_sizes, size=(len(owners), len(self.design)))
+            scope = {name: column[owners] for name, column in input_columns.items()}
+            scope.update(self._design_columns(trial))
+            ok = np.flatnonzero(self._satisfies(scope, len(owners)))
+            if len(ok):
+                rows, first = np.unique(owners[ok], return_index=True)
+                codes[rows] = trial[ok[first]]
+                found[rows] = True
+                pending = pending[~found[pending]]
         return codes, found
+
+    def _design_columns(self, codes: np.ndarray) -> dict[str, np.ndarray]:
+        """Design columns as the constraint evaluator wants them, from codes."""
+        out: dict[str, np.ndarray] = {}
+        for index, parameter in enumerate(self.design):
+            values = parameter.domain_values()[codes[:, index]]
+            categorical = parameter.kind == "categorical"
+            out[parameter.name] = values.astype(object if categorical else np.float64)
+        return out
+
+    def _satisfies(self, columns: Mapping[str, Any], n_rows: int) -> np.ndarray:
+        result = np.ones(n_rows, dtype=bool)
+        for constraint in self.constraints:
+            result &= constraint.evaluate(columns, n_rows)
+        return result
 
     def sample_valid(self, n: int, rng: np.random.Generator) -> pd.DataFrame:
         """``n`` random valid rows (inputs uniform, design uniform over the valid set)."""
@@ -269,12 +300,18 @@ class Space:
         """Add a valid random design to each input row; inputs admitting none are redrawn."""
         inputs = inputs[self.input_names].reset_index(drop=True).copy()
         codes, found = self.sample_designs(inputs, rng)
-        for _ in range(max_redraws):
+        # new inputs only help when the valid design set depends on them
+        redraws = max_redraws if self.constrained_inputs else 0
+        for _ in range(redraws):
             if found.all():
                 break
             missing = np.flatnonzero(~found)
-            inputs.iloc[missing] = self.sample_inputs(len(missing), rng).to_numpy()
-            codes[missing], found[missing] = self.sample_designs(inputs.iloc[missing], rng)
+            fresh = self.sample_inputs(len(missing), rng)
+            for column, name in enumerate(self.input_names):
+                inputs.iloc[missing, column] = fresh[name].to_numpy()
+            codes[missing], found[missing] = self.sample_designs(
+                inputs.iloc[missing], rng, max_rounds=_REDRAW_ROUNDS
+            )
         if not found.all():
             raise SpaceError(
                 "no configuration satisfies the constraints: "
@@ -301,7 +338,10 @@ class Space:
         if not self.constraints:
             return
         inputs = pd.concat(
-            [self.grid(2) if self.inputs else pd.DataFrame(index=[0]), self.sample_inputs(trials, rng)],
+            [
+                self.grid(2) if self.inputs else pd.DataFrame(index=[0]),
+                self.sample_inputs(trials, rng),
+            ],
             ignore_index=True,
         )
         if not self.inputs:
@@ -341,8 +381,8 @@ class Space:
                 out[rows] = nearest_codes(codes[rows], valid)
             return out
         rng = rng if rng is not None else np.random.default_rng(0)
-        table = self.assemble(inputs, codes)
-        invalid = np.flatnonzero(~self.satisfies_constraints(table))
+        scope = {**self.columns(inputs), **self._design_columns(codes)}
+        invalid = np.flatnonzero(~self._satisfies(scope, len(codes)))
         for row in invalid:
             out[row] = self._local_repair(inputs.iloc[[row]], codes[row], rng)
         return out
@@ -351,11 +391,11 @@ class Space:
         self, inputs: pd.DataFrame, codes: np.ndarray, rng: np.random.Generator
     ) -> np.ndarray:
         """Nearest valid design found among growing random perturbations (large spaces)."""
+        input_columns = self.columns(inputs)  # one row: broadcast against the candidates
         for radius in (1, 2, 4, 8, 16, 64, 256):
             offsets = rng.integers(-radius, radius + 1, size=(2048, len(self.design)))
             trial = np.clip(codes + offsets, 0, self.design_sizes - 1)
-            table = self.assemble(pd.concat([inputs] * len(trial), ignore_index=True), trial)
-            ok = self.satisfies_constraints(table)
+            ok = self._satisfies({**input_columns, **self._design_columns(trial)}, len(trial))
             if ok.any():
                 candidates = trial[ok]
                 distance = np.abs(candidates - codes).sum(axis=1)
@@ -378,28 +418,41 @@ class Space:
         """
         if kind not in NEIGHBOUR_KINDS:
             raise SpaceError(f"unknown neighbour kind '{kind}' (allowed: {NEIGHBOUR_KINDS})")
-        inputs = pd.DataFrame({n: [row[n]] for n in self.input_names})
+        inputs = pd.DataFrame({n: [row[n]] for n in self.input_names}, index=range(1))
         here = self.design_codes(pd.DataFrame({n: [row[n]] for n in self.design_names}))[0]
         if self.enumerable:
             valid = self.valid_design_codes({n: row[n] for n in self.constrained_inputs})
-            delta = np.abs(valid.astype(np.int64) - here)
+            chosen = _select_neighbours(valid.astype(np.int64), here, kind)
+        elif kind == "adjacent":
+            # grow Chebyshev rings until one holds a valid configuration
+            chosen = np.zeros((0, len(self.design)), dtype=np.int64)
+            for radius in range(1, int(self.design_sizes.max())):
+                ring = self._ring(here, radius)
+                if ring is None:
+                    break
+                chosen = ring[self._satisfied(inputs, ring)]
+                if len(chosen):
+                    break
         else:
-            valid = self._candidate_neighbours(here, kind)
-            table = self.assemble(pd.concat([inputs] * len(valid), ignore_index=True), valid)
-            valid = valid[self.satisfies_constraints(table)] if len(valid) else valid
-            delta = np.abs(valid - here)
-        differing = (delta > 0).sum(axis=1)
-        if kind == "Hamming":
-            chosen = valid[differing == 1]
-        else:
-            chebyshev = delta.max(axis=1) if len(delta) else np.zeros(0, dtype=np.int64)
-            if kind == "strictly_adjacent":
-                chosen = valid[(chebyshev == 1)]
-            else:
-                ring = chebyshev[chebyshev > 0]
-                chosen = valid[chebyshev == ring.min()] if len(ring) else valid[:0]
-        result = self.assemble(pd.concat([inputs] * len(chosen), ignore_index=True), chosen)
-        return result
+            candidates = self._candidate_neighbours(here, kind)
+            chosen = candidates[self._satisfied(inputs, candidates)]
+        return self.assemble(_repeat(inputs, len(chosen)), chosen)
+
+    def _satisfied(self, inputs: pd.DataFrame, codes: np.ndarray) -> np.ndarray:
+        """Which designs (codes) satisfy the constraints for one input row."""
+        if len(codes) == 0:
+            return np.zeros(0, dtype=bool)
+        return self._satisfies({**self.columns(inputs), **self._design_columns(codes)}, len(codes))
+
+    def _ring(self, here: np.ndarray, radius: int) -> np.ndarray | None:
+        """In-domain codes at Chebyshev distance exactly ``radius`` (None: too many)."""
+        low = np.maximum(here - radius, 0)
+        high = np.minimum(here + radius, self.design_sizes - 1)
+        spans = high - low + 1
+        if float(np.prod(spans.astype(float))) > _RING_LIMIT:
+            return None
+        box = np.indices(tuple(int(s) for s in spans)).reshape(len(spans), -1).T + low
+        return box[np.abs(box - here).max(axis=1) == radius]
 
     def _candidate_neighbours(self, here: np.ndarray, kind: str) -> np.ndarray:
         candidates = []
@@ -439,6 +492,18 @@ class Space:
         ).astype({p.name: p.dtype for p in self.inputs})
 
 
+def _select_neighbours(valid: np.ndarray, here: np.ndarray, kind: str) -> np.ndarray:
+    """The neighbours of ``here`` among the valid codes ``valid`` (see ``Space.neighbours``)."""
+    delta = np.abs(valid - here)
+    if kind == "Hamming":
+        return valid[(delta > 0).sum(axis=1) == 1]
+    chebyshev = delta.max(axis=1) if len(delta) else np.zeros(0, dtype=np.int64)
+    if kind == "strictly_adjacent":
+        return valid[chebyshev == 1]
+    ring = chebyshev[chebyshev > 0]
+    return valid[chebyshev == ring.min()] if len(ring) else valid[:0]
+
+
 def nearest_codes(codes: np.ndarray, valid: np.ndarray, chunk: int = 1 << 22) -> np.ndarray:
     """For each row of ``codes``, the row of ``valid`` with the least L1 distance."""
     valid64 = valid.astype(np.int64)
@@ -449,6 +514,11 @@ def nearest_codes(codes: np.ndarray, valid: np.ndarray, chunk: int = 1 << 22) ->
         distance = np.abs(block[:, None, :] - valid64[None, :, :]).sum(axis=2)
         out[start : start + rows_per_chunk] = valid64[np.argmin(distance, axis=1)]
     return out
+
+
+def _repeat(row: pd.DataFrame, n: int) -> pd.DataFrame:
+    """A one-row table repeated ``n`` times (``n`` may be 0; the table may have no columns)."""
+    return row.iloc[np.zeros(n, dtype=np.int64)].reset_index(drop=True)
 
 
 def _scalar(value: Any) -> Any:

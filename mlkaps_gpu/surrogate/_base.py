@@ -8,6 +8,7 @@ inside the optimizers) is a plain float64 array.
 from __future__ import annotations
 
 import abc
+from typing import Self
 
 import numpy as np
 
@@ -15,7 +16,7 @@ import numpy as np
 class Surrogate(abc.ABC):
     """Base class of every surrogate model of one objective."""
 
-    def fit(self, features: np.ndarray, target: np.ndarray) -> Surrogate:
+    def fit(self, features: np.ndarray, target: np.ndarray) -> Self:
         features = np.asarray(features, dtype=np.float64)
         target = np.asarray(target, dtype=np.float64)
         if features.ndim != 2 or len(features) != len(target):

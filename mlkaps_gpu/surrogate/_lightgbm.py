@@ -25,6 +25,9 @@ DEFAULT_PARAMS: dict[str, Any] = {
     "force_col_wise": True,
 }
 
+#: Rows below which training and prediction run on one thread unless ``num_threads`` says.
+_SMALL_DATA_ROWS = 20_000
+
 
 class LightGBMSurrogate(Surrogate):
     """One LightGBM regressor of one objective.
@@ -34,7 +37,8 @@ class LightGBMSurrogate(Surrogate):
         n_estimators: boosting rounds.
         log_target: learn ``log(y)`` (for positive objectives spanning orders of magnitude).
         seed: LightGBM's seed.
-        num_threads: threads for training and prediction (0: LightGBM's default).
+        num_threads: threads for training and prediction (0: one thread below 20,000 rows,
+            LightGBM's default above).
         params: extra LightGBM parameters, overriding ``DEFAULT_PARAMS``.
     """
 
@@ -55,11 +59,17 @@ class LightGBMSurrogate(Surrogate):
         self.num_threads = num_threads
         self.params = dict(params or {})
 
-    def _lgb_params(self) -> dict[str, Any]:
+    def _lgb_params(self, n_rows: int) -> dict[str, Any]:
         params = {**DEFAULT_PARAMS, **self.params, "seed": self.seed}
-        if self.num_threads:
-            params["num_threads"] = self.num_threads
+        params["num_threads"] = self._threads(n_rows)
         return params
+
+    def _threads(self, n_rows: int) -> int:
+        """``num_threads``, or when it is 0: one thread for small data (an OpenMP team costs more
+        than it saves there, and many times more on a busy machine), LightGBM's default else."""
+        if self.num_threads:
+            return self.num_threads
+        return 1 if n_rows < _SMALL_DATA_ROWS else 0
 
     def _fit(self, features: np.ndarray, target: np.ndarray) -> None:
         if self.log_target:
@@ -73,10 +83,15 @@ class LightGBMSurrogate(Surrogate):
             params={"verbose": -1},
             free_raw_data=False,
         )
-        self.booster_ = lgb.train(self._lgb_params(), dataset, num_boost_round=self.n_estimators)
+        self.booster_ = lgb.train(
+            self._lgb_params(len(features)), dataset, num_boost_round=self.n_estimators
+        )
 
     def _predict(self, features: np.ndarray) -> np.ndarray:
-        prediction = np.asarray(self.booster_.predict(features), dtype=np.float64)
+        threads = self._threads(len(features))
+        prediction = np.asarray(
+            self.booster_.predict(features, num_threads=threads), dtype=np.float64
+        )
         return np.exp(prediction) if self.log_target else prediction
 
     def save(self, path: str) -> None:

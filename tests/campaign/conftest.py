@@ -66,8 +66,15 @@ def kernel_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return folder
 
 
-def write_config(folder: Path, *, function: str = "model", method: str = "lhs",
-                 budget: int = 120, batch: int = 20, name: str = "toy.toml") -> Path:
+def write_config(
+    folder: Path,
+    *,
+    function: str = "model",
+    method: str = "lhs",
+    budget: int = 120,
+    batch: int = 20,
+    name: str = "toy.toml",
+) -> Path:
     path = folder / name
     path.write_text(
         BASE_CONFIG.format(function=function, method=method, budget=budget, batch=batch)

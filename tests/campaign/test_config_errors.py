@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from mlkaps_gpu.campaign._cli import main
@@ -177,5 +178,6 @@ def test_replay_config_with_env_path(tmp_path: Path, monkeypatch: pytest.MonkeyP
     setup = prepare(parse_config(text, path=tmp_path / "r.toml", label="r.toml"))
     assert setup.space.input_names == ["gpu"]
     assert setup.space.design_names == ["bx"]
-    result = setup.executor.run(setup.space.sample_valid(4, __import__("numpy").random.default_rng(0)))
+    rows = setup.space.sample_valid(4, np.random.default_rng(0))
+    result = setup.executor.run(rows)
     assert set(result["time"]) <= {1.0, 0.5}

@@ -109,8 +109,16 @@ def test_sigkill_during_sampling_loses_and_duplicates_nothing(
     budget, batch = 200, 10
     config = write_config(kernel_path, function="slow_model", budget=budget, batch=batch)
     out = tmp_path / "campaign"
-    command = [sys.executable, "-m", "mlkaps_gpu.campaign._cli", "--quiet", "tune",
-               str(config), "--out", str(out)]
+    command = [
+        sys.executable,
+        "-m",
+        "mlkaps_gpu.campaign._cli",
+        "--quiet",
+        "tune",
+        str(config),
+        "--out",
+        str(out),
+    ]
     env = dict(os.environ)
     process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.time() + 60

@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -112,7 +113,7 @@ def test_worker_is_reused_between_rows_and_batches(faulty: CffiExecutor) -> None
 
 def test_compile_cache_is_shared_between_executors(tmp_path: Path) -> None:
     cache = tmp_path / "shared"
-    options = dict(
+    options: dict[str, Any] = dict(
         macros=["BREAK"],
         runtime=["mode", "expect"],
         check=check_faulty,
@@ -120,7 +121,8 @@ def test_compile_cache_is_shared_between_executors(tmp_path: Path) -> None:
         cache_dir=cache,
     )
     batch = rows({"BREAK": 0}, {"BREAK": 1}, {"BREAK": 0, "n": 3})
-    with CffiExecutor(FAULTY_SOURCE, FAULTY_ENTRY, faulty_arguments, **options) as first:
+    first = CffiExecutor(FAULTY_SOURCE, FAULTY_ENTRY, faulty_arguments, **options)
+    with first:
         assert list(first.run(batch)["status"]) == ["ok", "compile_error", "ok"]
         assert first.compile_count == 2
         first.run(batch)
@@ -128,20 +130,18 @@ def test_compile_cache_is_shared_between_executors(tmp_path: Path) -> None:
     modules = sorted(cache.glob("*.so"))
     assert len(modules) == 1
     stamp = modules[0].stat().st_mtime_ns
-    with CffiExecutor(FAULTY_SOURCE, FAULTY_ENTRY, faulty_arguments, **options) as second:
+    second = CffiExecutor(FAULTY_SOURCE, FAULTY_ENTRY, faulty_arguments, **options)
+    with second:
         result = second.run(batch)
         assert list(result["status"]) == ["ok", "compile_error", "ok"]
         assert second.compile_count == 0
         assert second.cache.hits == 2
     assert modules[0].stat().st_mtime_ns == stamp
     # other flags: another module
-    with CffiExecutor(
-        FAULTY_SOURCE,
-        FAULTY_ENTRY,
-        faulty_arguments,
-        extra_compile_args=["-O1"],
-        **options,
-    ) as third:
+    third = CffiExecutor(
+        FAULTY_SOURCE, FAULTY_ENTRY, faulty_arguments, extra_compile_args=["-O1"], **options
+    )
+    with third:
         third.run(rows({}))
         assert third.compile_count == 1
 
@@ -155,7 +155,7 @@ def test_threads_are_set_by_the_glue(faulty: CffiExecutor) -> None:
 
 
 def test_overwritten_buffers_are_restored_before_each_run(cache: Path) -> None:
-    kwargs = dict(
+    kwargs: dict[str, Any] = dict(
         runtime=["mode", "expect"],
         macros=["BREAK"],
         check=check_faulty,
@@ -220,14 +220,15 @@ def wrong_dtype_builder(inputs: dict, rng) -> KernelCall:
     ],
 )
 def test_builder_problems_are_runtime_errors(cache: Path, builder, needle: str) -> None:
-    with CffiExecutor(
+    executor = CffiExecutor(
         FAULTY_SOURCE,
         FAULTY_ENTRY,
         builder,
         runtime=["mode", "expect"],
         macros=["BREAK"],
         cache_dir=cache,
-    ) as executor:
+    )
+    with executor:
         result = executor.run(rows({}, {}))
         assert list(result["status"]) == ["runtime_error", "runtime_error"]
         assert needle in result["message"][0]

@@ -86,7 +86,13 @@ def test_failures_are_result_rows(program: Path) -> None:
         }
     )
     result = executor.run(frame)
-    assert list(result["status"]) == ["runtime_error", "runtime_error", "timeout", "runtime_error", "ok"]
+    assert list(result["status"]) == [
+        "runtime_error",
+        "runtime_error",
+        "timeout",
+        "runtime_error",
+        "ok",
+    ]
     assert "exited with status 3" in result["message"][0]
     assert "bad things happened" in result["message"][0]
     assert "SIGSEGV" in result["message"][1]

@@ -53,5 +53,7 @@ def test_expert_may_depend_on_inputs() -> None:
 
 @pytest.mark.skipif(cupy_available(), reason="CuPy is installed")
 def test_cuda_kernel_without_cupy_gives_a_clear_error() -> None:
-    with pytest.raises(ExecutorError, match="CuPy is not installed: pip install mlkaps_gpu\\[gpu\\]"):
+    with pytest.raises(
+        ExecutorError, match="CuPy is not installed: pip install mlkaps_gpu\\[gpu\\]"
+    ):
         load_builtin("gemm_cuda").make_executor()

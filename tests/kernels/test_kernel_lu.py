@@ -24,8 +24,15 @@ def configurations(shapes, blocks, tiles, threads=(1, 2)):
         shapes, blocks, ("unblocked", "recursive"), tiles
     ):
         rows.append(
-            {"m": m, "n": n, "nb": nb, "panel": panel, "tile_m": tm, "tile_n": tn,
-             "threads": next(cycle)}
+            {
+                "m": m,
+                "n": n,
+                "nb": nb,
+                "panel": panel,
+                "tile_m": tm,
+                "tile_n": tn,
+                "threads": next(cycle),
+            }
         )
     return pd.DataFrame(rows)
 

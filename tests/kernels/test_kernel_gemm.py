@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from mlkaps_gpu.executors._cffi import CffiExecutor
 from mlkaps_gpu.executors._timing import TimingPolicy
 from mlkaps_gpu.kernels import load_builtin
 from mlkaps_gpu.kernels._builders import check_gemm, gemm_arguments
@@ -30,11 +31,22 @@ def test_gemm_matches_numpy(kernel_cache: Path) -> None:
     for i, (tm, tn, tk, unroll, order) in enumerate(DESIGNS):
         for j, (m, n, k) in enumerate(shapes):
             rows.append(
-                {"m": m, "n": n, "k": k, "tile_m": tm, "tile_n": tn, "tile_k": tk,
-                 "unroll": unroll, "loop_order": order, "threads": 1 + (i + j) % 2}
+                {
+                    "m": m,
+                    "n": n,
+                    "k": k,
+                    "tile_m": tm,
+                    "tile_n": tn,
+                    "tile_k": tk,
+                    "unroll": unroll,
+                    "loop_order": order,
+                    "threads": 1 + (i + j) % 2,
+                }
             )
     frame = pd.DataFrame(rows)
-    with load_builtin("gemm").make_executor(timing=ONCE, cache_dir=kernel_cache) as ex:
+    ex = load_builtin("gemm").make_executor(timing=ONCE, cache_dir=kernel_cache)
+    assert isinstance(ex, CffiExecutor)
+    with ex:
         result = ex.run(frame)
         assert ex.compile_count <= len(DESIGNS)
     bad = pd.concat([frame, result], axis=1)[result["status"] != "ok"]
@@ -43,8 +55,17 @@ def test_gemm_matches_numpy(kernel_cache: Path) -> None:
 
 @pytest.mark.compiler
 def test_gemm_rejects_an_unknown_loop_order_at_compile_time(kernel_cache: Path) -> None:
-    row = {"m": 8, "n": 8, "k": 8, "tile_m": 8, "tile_n": 16, "tile_k": 16, "unroll": 1,
-           "loop_order": "jki", "threads": 1}
+    row = {
+        "m": 8,
+        "n": 8,
+        "k": 8,
+        "tile_m": 8,
+        "tile_n": 16,
+        "tile_k": 16,
+        "unroll": 1,
+        "loop_order": "jki",
+        "threads": 1,
+    }
     with load_builtin("gemm").make_executor(timing=ONCE, cache_dir=kernel_cache) as ex:
         result = ex.run(pd.DataFrame([row]))
     assert result["status"][0] == "compile_error"

@@ -1,0 +1,175 @@
+"""GA-Adaptive sampling (MLKAPS, Fig. 4): exploit the current surrogate's optima, explore with a
+sub-sampler.
+
+1. Bootstrap: the first ``bootstrap`` fraction of the budget comes from LHS.
+2. Then, per batch, a share ``eps`` of the rows are the surrogate's best *not yet measured*
+   configurations at random input points (exploitation, using the grid optimizer's machinery),
+   and the rest come from the sub-sampler (exploration). ``eps`` moves linearly from
+   ``eps_initial`` to ``eps_final`` with the completed fraction of the budget.
+
+Proposals already measured are never measured again; every row is valid.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from mlkaps_gpu.optimize import GridOptimizer
+from mlkaps_gpu.sampling._base import Sampler
+from mlkaps_gpu.sampling._random import LHSSampler, RandomSampler
+from mlkaps_gpu.space import Space
+from mlkaps_gpu.surrogate import LightGBMSurrogate, Surrogate
+
+#: Largest valid design set ranked exhaustively per exploitation point.
+_EXHAUSTIVE_LIMIT = 200_000
+
+
+class GAAdaptiveSampler(Sampler):
+    """Exploitation of surrogate optima mixed with a sub-sampler.
+
+    Args:
+        space: the search space.
+        seed: random seed.
+        budget: total evaluations the campaign will spend (drives the bootstrap and ``eps``).
+        objective: the objective column the surrogate learns (minimised unless ``maximize``).
+        maximize: whether the objective is maximised.
+        bootstrap: fraction of the budget sampled by LHS before any exploitation.
+        eps_initial: exploitation share right after the bootstrap.
+        eps_final: exploitation share at the end of the budget.
+        sub_sampler: ``"lhs"`` or ``"random"``, or a Sampler factory ``(space, seed) -> Sampler``.
+        surrogate_factory: builds the surrogate refitted before each batch.
+    """
+
+    def __init__(
+        self,
+        space: Space,
+        *,
+        seed: int = 0,
+        budget: int = 1000,
+        objective: str = "time",
+        maximize: bool = False,
+        bootstrap: float = 0.2,
+        eps_initial: float = 0.3,
+        eps_final: float = 0.8,
+        sub_sampler: str | Callable[[Space, int], Sampler] = "lhs",
+        surrogate_factory: Callable[[], Surrogate] | None = None,
+    ) -> None:
+        super().__init__(space, seed=seed)
+        if budget < 1:
+            raise ValueError(f"budget must be positive, got {budget}")
+        for name, value in (
+            ("bootstrap", bootstrap),
+            ("eps_initial", eps_initial),
+            ("eps_final", eps_final),
+        ):
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(f"{name} must lie in [0, 1], got {value}")
+        self.budget = budget
+        self.objective = objective
+        self.maximize = maximize
+        self.bootstrap = bootstrap
+        self.eps_initial = eps_initial
+        self.eps_final = eps_final
+        if callable(sub_sampler):
+            self.sub_sampler = sub_sampler(space, seed + 1)
+        elif sub_sampler in ("lhs", "random"):
+            kind = LHSSampler if sub_sampler == "lhs" else RandomSampler
+            self.sub_sampler = kind(space, seed=seed + 1)
+        else:
+            raise ValueError(f"unknown sub_sampler {sub_sampler!r} (allowed: lhs, random)")
+        self.bootstrap_sampler = LHSSampler(space, seed=seed + 2)
+        self.surrogate_factory = surrogate_factory or (
+            lambda: LightGBMSurrogate(
+                categorical_features=space.categorical_features, log_target=False, seed=seed
+            )
+        )
+        self.n_told = 0
+
+    def eps(self) -> float:
+        """Exploitation share at the current progress."""
+        start = self.bootstrap * self.budget
+        if self.n_told < start:
+            return 0.0
+        progress = min(1.0, (self.n_told - start) / max(1.0, self.budget - start))
+        return self.eps_initial + (self.eps_final - self.eps_initial) * progress
+
+    def _tell(self, told: pd.DataFrame) -> None:
+        self.n_told += len(told)
+        rows = told[self.space.names]
+        self.sub_sampler._seen.update(self.space.key(rows))
+        self.bootstrap_sampler._seen.update(self.space.key(rows))
+
+    def _ask(self, n: int, rng: np.random.Generator) -> pd.DataFrame:
+        eps = self.eps()
+        n_exploit = int(round(eps * n))
+        if self.n_told < self.bootstrap * self.budget or n_exploit == 0:
+            sampler: Sampler = self.bootstrap_sampler if eps == 0.0 else self.sub_sampler
+            sampler._seen.update(self._seen)
+            return sampler._ask(n, rng)
+        exploit = self._exploit(n_exploit, rng)
+        self.sub_sampler._seen.update(self._seen)
+        self.sub_sampler._seen.update(self.space.key(exploit))
+        explore = self.sub_sampler._ask(n - len(exploit), rng)
+        return pd.concat([exploit, explore], ignore_index=True)
+
+    def _model(self) -> Surrogate | None:
+        history = self.history_
+        if history.empty or self.objective not in history:
+            return None
+        ok = history[(history["status"] == "ok") & np.isfinite(history[self.objective])]
+        if len(ok) < 5:
+            return None
+        return self.surrogate_factory().fit(self.space.features(ok), ok[self.objective].to_numpy())
+
+    def _exploit(self, n: int, rng: np.random.Generator) -> pd.DataFrame:
+        model = self._model()
+        if model is None:
+            return self.space.empty_table()
+        space = self.space
+        points = space.sample_inputs(n, rng)
+        taken = set(self._seen)
+        chosen: list[pd.DataFrame] = []
+        sign = -1.0 if self.maximize else 1.0
+        if space.enumerable and space.design_product <= _EXHAUSTIVE_LIMIT:
+            for index in range(len(points)):
+                point = points.iloc[[index]].reset_index(drop=True)
+                valid = space.valid_design_codes(point.iloc[0].to_dict())
+                if len(valid) == 0:
+                    continue
+                candidates = space.assemble(
+                    pd.concat([point] * len(valid), ignore_index=True), valid
+                )
+                predicted = sign * model.predict(space.features(candidates))
+                for row in np.argsort(predicted, kind="stable"):
+                    key = tuple(candidates.iloc[row][space.names].tolist())
+                    if key not in taken:
+                        taken.add(key)
+                        chosen.append(candidates.iloc[[row]])
+                        break
+        else:
+            optimizer = GridOptimizer(
+                space,
+                objectives=[self.objective],
+                directions=["maximize" if self.maximize else "minimize"],
+                method="nsga2",
+                population=20,
+                generations=15,
+                seed=int(rng.integers(2**31 - 1)),
+            )
+            optima = optimizer.run([model], points)
+            optima = optima[optima["n_valid"] != 0][space.names]
+            for index in range(len(optima)):
+                key = tuple(optima.iloc[index].tolist())
+                if key not in taken:
+                    taken.add(key)
+                    chosen.append(optima.iloc[[index]])
+        if not chosen:
+            return space.empty_table()
+        return pd.concat(chosen, ignore_index=True)[space.names]
+
+    def describe(self) -> dict[str, Any]:
+        return {"bootstrap": self.bootstrap, "eps": self.eps(), "told": self.n_told}
