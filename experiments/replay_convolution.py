@@ -67,7 +67,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--budgets", type=int, nargs="+", default=[150, 300, 600])
     parser.add_argument("--seeds", type=int, default=5)
-    parser.add_argument("--method", default="lhs", choices=["lhs", "random", "ga_adaptive"])
+    parser.add_argument("--method", default="ga_adaptive", choices=["lhs", "random", "ga_adaptive"])
     parser.add_argument("--out", type=Path, default=None, help="write the raw table as CSV")
     args = parser.parse_args()
     if not os.environ.get("MLKAPS_GPU_DATA"):

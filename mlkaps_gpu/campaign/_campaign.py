@@ -191,7 +191,11 @@ class Campaign:
         sampler = self.make_sampler()
         stored = self.store.load()
         if len(stored):
-            sampler.tell(stored[self.space.names], stored.drop(columns=self.space.names))
+            sampler.restore(
+                stored[self.space.names],
+                stored.drop(columns=self.space.names),
+                asks=int(stored["batch"].nunique()),
+            )
             log.info("resuming sampling: %d of %d measurements already stored", len(stored), budget)
         done = len(stored)
         kernel_seconds = 0.0

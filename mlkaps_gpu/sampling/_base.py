@@ -88,6 +88,12 @@ class Sampler(abc.ABC):
         )
         self._tell(told)
 
+    def restore(self, rows: pd.DataFrame, results: pd.DataFrame, *, asks: int) -> None:
+        """Resume: tell the stored history and continue as if ``asks`` batches had been asked,
+        so a resumed campaign draws what an uninterrupted one would have drawn next."""
+        self.tell(rows, results)
+        self._n_asks = int(asks)
+
     def _filter_new(self, rows: pd.DataFrame, batch: pd.DataFrame | None = None) -> pd.DataFrame:
         rows = rows[self.space.names].reset_index(drop=True)
         seen = set(self._seen)

@@ -102,15 +102,23 @@ class Constraint:
             result = (value != 0) & ~np.isnan(value)
         return np.broadcast_to(result, (n_rows,)).copy()
 
-    def to_c(self, name_of: Callable[[str], str], literal_of: Callable[[str, str], str]) -> str:
+    def to_c(
+        self,
+        name_of: Callable[[str], str],
+        literal_of: Callable[[str, str], str],
+        *,
+        pymod: str = "mlkaps_pymod",
+    ) -> str:
         """The constraint as a C expression of type int.
 
         Args:
             name_of: C expression for a parameter (as a double, or an enum for categoricals).
             literal_of: C literal for a string constant compared with a categorical parameter,
                 given ``(parameter_name, value)``.
+            pymod: name of the C function ``double f(double, double)`` that computes Python's
+                ``%`` (the caller defines it, e.g. with a prefix of its own).
         """
-        return _CWriter(name_of, literal_of).truth(self.tree.body)
+        return _CWriter(name_of, literal_of, pymod=pymod).truth(self.tree.body)
 
 
 def parse_constraint(source: str, parameters: Mapping[str, Parameter]) -> Constraint:
@@ -387,10 +395,15 @@ class _CWriter:
     """Writes a checked constraint tree as C (double arithmetic, Python semantics for // and %)."""
 
     def __init__(
-        self, name_of: Callable[[str], str], literal_of: Callable[[str, str], str]
+        self,
+        name_of: Callable[[str], str],
+        literal_of: Callable[[str, str], str],
+        *,
+        pymod: str = "mlkaps_pymod",
     ) -> None:
         self.name_of = name_of
         self.literal_of = literal_of
+        self.pymod = pymod
 
     def truth(self, node: ast.AST) -> str:
         if isinstance(node, (ast.Compare, ast.BoolOp)) or (
@@ -414,7 +427,7 @@ class _CWriter:
             leftmost, chain = _left_chain(node)  # a loop, not recursion, along a + b - c ...
             text = self.value(leftmost)
             for operation in chain:
-                text = self._arithmetic(operation.op, text, self.value(operation.right))
+                text = self._arithmetic(operation.op, text, self.value(operation.right), self.pymod)
             return text
         if isinstance(node, ast.UnaryOp):
             if isinstance(node.op, ast.Not):
@@ -443,11 +456,11 @@ class _CWriter:
         raise ConstraintError(f"cannot write {type(node).__name__} as C")
 
     @staticmethod
-    def _arithmetic(op: ast.operator, left: str, right: str) -> str:
+    def _arithmetic(op: ast.operator, left: str, right: str, pymod: str) -> str:
         if isinstance(op, ast.FloorDiv):
             return f"floor({left} / {right})"
         if isinstance(op, ast.Mod):
-            return f"mlkaps_pymod({left}, {right})"
+            return f"{pymod}({left}, {right})"
         if isinstance(op, ast.Pow):
             return f"pow({left}, {right})"
         return f"({left} {_BINARY[type(op)][0]} {right})"

@@ -10,6 +10,10 @@ Comparison semantics (those of scikit-learn's ``apply``): a feature is rounded t
 ``feature <= threshold`` (threshold in float64) sends a row left. A NaN feature (float inputs
 only) goes to the child scikit-learn recorded in ``missing_go_to_left``; for trees trained
 without missing values that is the child that received more training samples.
+
+A model may carry a :class:`~mlkaps_gpu.trees._validity.Validity` (the space's constraints):
+then ``predict`` checks the trees' configuration at the clamped inputs and replaces an invalid
+one by the nearest valid configuration, exactly as the generated header does.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from mlkaps_gpu.space._parameters import Parameter
+from mlkaps_gpu.trees._validity import Validity
 
 #: Largest finite float32, as a double.
 FLOAT32_MAX = float(np.finfo(np.float32).max)
@@ -155,6 +160,8 @@ class DecisionModel:
         tree_names: a label per tree (names its C leaf function).
         outputs: one per design parameter, in the order of the configuration struct.
         description: one line for the header comment (which selector built it, and how).
+        validity: the constraints checked after the trees, with their fallback (None: the
+            trees' answer is returned as is and the header has no validity code).
     """
 
     inputs: tuple[Parameter, ...]
@@ -162,6 +169,7 @@ class DecisionModel:
     tree_names: tuple[str, ...]
     outputs: tuple[LeafOutput, ...]
     description: str = ""
+    validity: Validity | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "inputs", tuple(self.inputs))
@@ -192,6 +200,11 @@ class DecisionModel:
                     f"output '{output.parameter.name}' has {len(output.codes)} leaf values, "
                     f"its tree has {self.trees[output.tree].n_leaves} leaves"
                 )
+        if self.validity is not None and (
+            [p.name for p in self.validity.inputs] != [p.name for p in self.inputs]
+            or [p.name for p in self.validity.design] != [p.name for p in self.design]
+        ):
+            raise ValueError("the validity's parameters differ from the model's")
 
     @property
     def design(self) -> tuple[Parameter, ...]:
@@ -202,20 +215,35 @@ class DecisionModel:
         return input_features(table, self.inputs)
 
     def predict_codes(self, features: np.ndarray) -> list[np.ndarray]:
-        """Per output, the domain code of every row."""
+        """Per output, the domain code of every row, as the trees answer (no validity check)."""
         leaves = [tree.apply(features) for tree in self.trees]
         return [output.codes[leaves[output.tree]] for output in self.outputs]
 
-    def predict(self, table: pd.DataFrame) -> pd.DataFrame:
-        """One column per design parameter, in its dtype (int64, float64, bool, object str)."""
-        codes = self.predict_codes(self.features(table))
+    def select_codes(self, table: pd.DataFrame, *, fallback: bool = True) -> np.ndarray:
+        """Design codes (rows x outputs) of an input table: the trees' answer, then, with
+        ``fallback`` and a validity, the check and the fallback of the generated header."""
+        codes = np.column_stack(self.predict_codes(self.features(table))).astype(np.int64)
+        codes = codes.reshape(len(table), len(self.outputs))
+        if fallback and self.validity is not None:
+            codes = self.validity.apply(table, codes)
+        return codes
+
+    def predict(self, table: pd.DataFrame, *, fallback: bool = True) -> pd.DataFrame:
+        """One column per design parameter, in its dtype (int64, float64, bool, object str).
+
+        Args:
+            table: one column per input parameter.
+            fallback: apply the validity check and fallback (what the header's ``select``
+                does); ``False`` gives the trees' raw answer (the header's ``tree_select``).
+        """
+        codes = self.select_codes(table, fallback=fallback)
         columns = {
             output.parameter.name: pd.Series(
-                output.parameter.domain_values()[code],
+                output.parameter.domain_values()[codes[:, index]],
                 index=table.index,
                 dtype=output.parameter.dtype,
             )
-            for output, code in zip(self.outputs, codes, strict=True)
+            for index, output in enumerate(self.outputs)
         }
         return pd.DataFrame(columns, index=table.index)
 

@@ -99,6 +99,20 @@ class InputNames:
 
 
 @dataclass(frozen=True)
+class ValidityNames:
+    """Names of the run-time validity code (used by headers of models with a validity)."""
+
+    tree_select: str  # the trees' configuration, unchecked
+    is_valid: str  # public: inputs and configuration in their domains, constraints hold
+    satisfies: str  # constraints only, at given (clamped) inputs
+    fallback: str  # nearest valid configuration
+    pymod: str  # Python's % on doubles
+    code_functions: tuple[str, ...]  # per design parameter: value -> code (-1: not in domain)
+    value_of_code: tuple[str, ...]  # per design parameter: code -> value
+    candidate_functions: tuple[str, ...]  # per design parameter: fallback candidate k -> code
+
+
+@dataclass(frozen=True)
 class NamePlan:
     """Every identifier of one generated header."""
 
@@ -112,6 +126,7 @@ class NamePlan:
     leaf_functions: tuple[str, ...]  # one per tree
     outputs: tuple[OutputNames, ...]
     locals: tuple[str, str, str]  # config, features, leaf (inside the select function)
+    validity: ValidityNames
 
     @classmethod
     def build(
@@ -159,6 +174,20 @@ class NamePlan:
             )
             for i, p in enumerate(design)
         )
+        # Allocated after every name above, so that those do not depend on them.
+        def per_design(suffix: str) -> tuple[str, ...]:
+            return tuple(_unique(f"{prefix}_{sanitize(p.name)}_{suffix}", taken) for p in design)
+
+        validity = ValidityNames(
+            tree_select=_unique(f"{prefix}_tree_select", taken),
+            is_valid=_unique(f"{prefix}_is_valid", taken),
+            satisfies=_unique(f"{prefix}_satisfies", taken),
+            fallback=_unique(f"{prefix}_fallback", taken),
+            pymod=_unique(f"{prefix}_pymod", taken),
+            code_functions=per_design("code"),
+            value_of_code=per_design("value_of_code"),
+            candidate_functions=per_design("candidate"),
+        )
         # Arguments and locals must not shadow any file-scope name the body refers to.
         scope = set(taken)
         input_names = tuple(
@@ -181,6 +210,7 @@ class NamePlan:
             leaf_functions=leaf_functions,
             outputs=outputs,
             locals=local_names,
+            validity=validity,
         )
 
     def all_file_scope(self) -> Iterable[str]:
@@ -195,3 +225,7 @@ class NamePlan:
             yield from names.enum_constants
         for output in self.outputs:
             yield output.value_function
+        names = self.validity
+        yield from (names.tree_select, names.is_valid, names.satisfies, names.fallback)
+        yield names.pymod
+        yield from (*names.code_functions, *names.value_of_code, *names.candidate_functions)

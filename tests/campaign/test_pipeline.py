@@ -141,6 +141,12 @@ def test_sigkill_during_sampling_loses_and_duplicates_nothing(
     keys = list(zip(*[final[c] for c in campaign.space.names], strict=True))
     assert len(set(keys)) == len(keys)
     assert (Path(out) / "toy.h").exists()
+    # and the same content as an uninterrupted campaign with the same seed
+    reference = tmp_path / "reference"
+    subprocess.run([*command[:-1], str(reference)], env=env, check=True, timeout=300)
+    expected = Campaign.open(reference).store.load().drop(columns=["timestamp"])
+    assert final.equals(expected)
+    assert (reference / "toy.h").read_text() == (out / "toy.h").read_text()
 
 
 def test_config_loader_reads_file(kernel_path: Path) -> None:

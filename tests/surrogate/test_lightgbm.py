@@ -89,9 +89,7 @@ def _nodes(node: dict) -> list[dict]:
 
 
 @pytest.mark.parametrize("log_target", [False, True])
-def test_save_load_round_trip_gives_identical_predictions(
-    tmp_path: Path, log_target: bool
-) -> None:
+def test_save_load_round_trip_gives_identical_predictions(tmp_path: Path, log_target: bool) -> None:
     features, target = categorical_data(300, 7)
     target = target + 4.0  # positive for log_target
     model = LightGBMSurrogate(categorical_features=[0], log_target=log_target, seed=3)
