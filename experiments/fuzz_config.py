@@ -47,7 +47,7 @@ def main() -> int:
                 outcomes["traceback"] += 1
                 failures.append((index, traceback.format_exc(limit=3)))
     seconds = time.perf_counter() - started
-    print(f"| outcome | count |\n|---|---|")
+    print("| outcome | count |\n|---|---|")
     for outcome in ("accepted", "rejected", "multi-line message", "traceback"):
         print(f"| {outcome} | {outcomes[outcome]} |")
     print(f"\n{args.count} configurations in {seconds:.1f} s")

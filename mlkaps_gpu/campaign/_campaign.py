@@ -35,6 +35,11 @@ import pandas as pd
 
 from mlkaps_gpu import __version__
 from mlkaps_gpu.campaign._config import CampaignConfig, ConfigError, parse_config
+from mlkaps_gpu.campaign._environment import (
+    capture_environment,
+    environment_differences,
+    summary_line,
+)
 from mlkaps_gpu.campaign._setup import Setup, prepare
 from mlkaps_gpu.campaign._store import SampleStore
 from mlkaps_gpu.optimize import GridOptimizer
@@ -49,6 +54,7 @@ STAGES = ("sampling", "modeling", "optimization", "trees")
 #: unmeasured surrogate choice.
 _MEASURED_SUPPORT = 5
 META = "campaign.json"
+ENVIRONMENT = "environment.json"
 
 
 class CampaignError(RuntimeError):
@@ -94,6 +100,9 @@ class Campaign:
             directory.mkdir(parents=True, exist_ok=True)
             if not meta_path.exists():
                 (directory / "config.toml").write_text(config.text, encoding="utf-8")
+                environment = capture_environment()
+                environment["replay"] = config.kernel.executor == "replay"
+                _write_json(directory / ENVIRONMENT, environment)
                 _write_json(
                     meta_path,
                     {
@@ -105,7 +114,13 @@ class Campaign:
                         "stages": [],
                     },
                 )
-            elif json.loads(meta_path.read_text()).get("config_sha256") != config.digest:
+            else:
+                for difference in cls(config, setup, directory).environment_warnings():
+                    log.warning("%s: resuming on a different machine (%s)", directory, difference)
+            if (
+                meta_path.exists()
+                and json.loads(meta_path.read_text()).get("config_sha256") != config.digest
+            ):
                 # --force with a changed config: keep every measurement, redo every stage
                 (directory / "config.toml").write_text(config.text, encoding="utf-8")
                 meta = json.loads(meta_path.read_text())
@@ -130,6 +145,21 @@ class Campaign:
             label="config.toml",
         )
         return cls(config, prepare(config), directory)
+
+    # ----------------------------------------------------------------------- environment
+    @property
+    def environment(self) -> dict[str, Any]:
+        """The recorded measurement environment (empty for directories that predate it)."""
+        path = self.directory / ENVIRONMENT
+        return dict(json.loads(path.read_text())) if path.exists() else {}
+
+    def environment_warnings(self) -> list[str]:
+        """Differences between the recorded measurement machine and this one (none for replay
+        campaigns, whose measurements were taken elsewhere by definition)."""
+        recorded = self.environment
+        if not recorded or recorded.get("replay"):
+            return []
+        return environment_differences(recorded, capture_environment())
 
     # ------------------------------------------------------------------------------ meta
     @property
@@ -387,6 +417,12 @@ class Campaign:
             "samples_sha256": self.samples_digest(),
             "config_sha256": self.config.digest,
         }
+        if self.environment:
+            provenance["measured_on"] = (
+                "replayed data"
+                if self.environment.get("replay")
+                else summary_line(self.environment)
+            )
         header = selector.to_c(options.prefix, provenance=provenance)
         (self.directory / "build").mkdir(exist_ok=True)
         rng = np.random.default_rng(self.config.seed)

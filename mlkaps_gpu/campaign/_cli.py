@@ -8,6 +8,7 @@ import logging
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -157,7 +158,11 @@ def _demo(args: argparse.Namespace) -> int:
 def _select(args: argparse.Namespace) -> int:
     from mlkaps_gpu.campaign._select import parse_assignments, select_with_header
 
-    answer = select_with_header(args.directory, parse_assignments(args.assignments))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        answer = select_with_header(args.directory, parse_assignments(args.assignments))
+    for warning in caught:
+        print(f"mlkaps-gpu: warning: {_one_line(Exception(warning.message))}", file=sys.stderr)
     print(json.dumps(answer))
     return 0
 

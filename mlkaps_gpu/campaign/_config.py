@@ -61,6 +61,7 @@ _SECTIONS: dict[str, tuple[str, ...]] = {
         "weights",
         "prefer_measured",
     ),
+    "execution": ("backend", "cluster", "scheduler", "workers", "options", "in_flight"),
     "trees": ("mode", "max_depth", "prefix", "verify_inputs"),
 }
 _PARAMETER_KEYS = ("type", "range", "values", "log", "levels")
@@ -124,6 +125,18 @@ class TreesConfig:
 
 
 @dataclass
+class ExecutionConfig:
+    """Where measurements run: in this process (``local``) or on Dask workers (``dask``)."""
+
+    backend: str = "local"
+    cluster: str = "local"
+    scheduler: str | None = None
+    workers: int = 1
+    in_flight: int = 2
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
 class CampaignConfig:
     """A validated campaign configuration."""
 
@@ -140,6 +153,7 @@ class CampaignConfig:
     surrogate: SurrogateConfig
     optimization: OptimizationConfig
     trees: TreesConfig
+    execution: ExecutionConfig = field(default_factory=ExecutionConfig)
 
     @property
     def digest(self) -> str:
@@ -205,6 +219,7 @@ def parse_config(text: str, *, path: Path | None = None, label: str = "<config>"
         surrogate=_surrogate(reader, data.get("surrogate", {})),
         optimization=_optimization(reader, data.get("optimization", {})),
         trees=_trees(reader, data.get("trees", {})),
+        execution=_execution(reader, data.get("execution", {})),
     )
 
 
@@ -490,4 +505,31 @@ def _trees(reader: _Reader, table: Mapping[str, Any]) -> TreesConfig:
         max_depth=reader.integer(table, "trees", "max_depth", default=8, minimum=1),
         prefix=prefix,
         verify_inputs=reader.integer(table, "trees", "verify_inputs", default=10_000, minimum=1),
+    )
+
+
+def _execution(reader: _Reader, table: Mapping[str, Any]) -> ExecutionConfig:
+    backend = reader.string(
+        table, "execution", "backend", default="local", allowed=("local", "dask")
+    )
+    cluster = reader.string(
+        table, "execution", "cluster", default="local", allowed=("local", "slurm")
+    )
+    scheduler = table.get("scheduler")
+    if scheduler is not None and (
+        not isinstance(scheduler, str) or not re.fullmatch(r"(tcp|tls|inproc)://\S+", scheduler)
+    ):
+        reader.fail(
+            "execution", "scheduler", f"must be an address like tcp://host:8786, got {scheduler!r}"
+        )
+    options = table.get("options", {})
+    if not isinstance(options, dict):
+        reader.fail("execution", "options", "must be a table (passed to the Dask cluster)")
+    return ExecutionConfig(
+        backend=backend,
+        cluster=cluster,
+        scheduler=scheduler,
+        workers=reader.integer(table, "execution", "workers", default=1, minimum=1),
+        in_flight=reader.integer(table, "execution", "in_flight", default=2, minimum=1),
+        options=dict(options),
     )

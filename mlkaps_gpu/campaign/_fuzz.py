@@ -13,12 +13,58 @@ from typing import Any
 
 _TYPES = ["int", "float", "categorical", "bool", "integer", "", "str", 3]
 _NAMES = ["n", "m", "block", "tile", "threads", "variant", "x y", "1a", "n", "class", "_p", "é"]
-_OPERATORS = ["+", "-", "*", "/", "//", "%", "**", "<", "<=", "==", "!=", ">", ">=", " and ",
-              " or "]
-_ATOMS = ["n", "m", "block", "tile", "0", "1", "2.5", "-3", "1e308", "'fast'", "True",
-          "min(n, block)", "max(block, 2, 3)", "abs(-tile)", "not block", "(n)",
-          "__import__('os')", "n.real", "n[0]", "lambda: 1", "open('x')", "x", "[1]", "{}",
-          "n if m else 1", "9**9**9", ")", "(", "", "'", "\\x00", "block ==", "f(n)"]
+_OPERATORS = [
+    "+",
+    "-",
+    "*",
+    "/",
+    "//",
+    "%",
+    "**",
+    "<",
+    "<=",
+    "==",
+    "!=",
+    ">",
+    ">=",
+    " and ",
+    " or ",
+]
+_ATOMS = [
+    "n",
+    "m",
+    "block",
+    "tile",
+    "0",
+    "1",
+    "2.5",
+    "-3",
+    "1e308",
+    "'fast'",
+    "True",
+    "min(n, block)",
+    "max(block, 2, 3)",
+    "abs(-tile)",
+    "not block",
+    "(n)",
+    "__import__('os')",
+    "n.real",
+    "n[0]",
+    "lambda: 1",
+    "open('x')",
+    "x",
+    "[1]",
+    "{}",
+    "n if m else 1",
+    "9**9**9",
+    ")",
+    "(",
+    "",
+    "'",
+    "\\x00",
+    "block ==",
+    "f(n)",
+]
 
 
 def random_constraint(rng: random.Random, depth: int = 0) -> str:
@@ -32,8 +78,26 @@ def random_constraint(rng: random.Random, depth: int = 0) -> str:
 
 def _value(rng: random.Random) -> Any:
     return rng.choice(
-        [0, 1, -1, 2**70, 3.5, float("inf"), "x", True, [], [1, 2], [2, 1], ["a", "b"], [1, "a"],
-         {"a": 1}, [[1]], None, [1, 1], 1e-300]
+        [
+            0,
+            1,
+            -1,
+            2**70,
+            3.5,
+            float("inf"),
+            "x",
+            True,
+            [],
+            [1, 2],
+            [2, 1],
+            ["a", "b"],
+            [1, "a"],
+            {"a": 1},
+            [[1]],
+            None,
+            [1, 1],
+            1e-300,
+        ]
     )
 
 
@@ -60,8 +124,9 @@ def _parameter(rng: random.Random) -> Any:
 
 def _valid_sections(rng: random.Random) -> dict[str, dict[str, Any]]:
     """A well-formed configuration with random but sensible content."""
-    inputs = {"n": {"type": "int", "range": [16, rng.choice([64, 1024, 4096])],
-                    "log": rng.random() < 0.5}}
+    inputs = {
+        "n": {"type": "int", "range": [16, rng.choice([64, 1024, 4096])], "log": rng.random() < 0.5}
+    }
     if rng.random() < 0.5:
         inputs["m"] = {"type": "float", "range": [0.5, 2.0]}
     design: dict[str, Any] = {
@@ -76,8 +141,10 @@ def _valid_sections(rng: random.Random) -> dict[str, dict[str, Any]]:
         "kernel": {"executor": "python", "function": "math:hypot"},
         "inputs": inputs,
         "design": design,
-        "sampling": {"budget": rng.choice([10, 100]),
-                     "method": rng.choice(["lhs", "random", "ga_adaptive"])},
+        "sampling": {
+            "budget": rng.choice([10, 100]),
+            "method": rng.choice(["lhs", "random", "ga_adaptive"]),
+        },
         "optimization": {"grid": rng.choice([4, {"n": 3}])},
         "trees": {"max_depth": rng.choice([3, 8]), "prefix": "ok"},
     }
@@ -114,7 +181,7 @@ def random_config(rng: random.Random) -> str:
     text = to_toml(sections)
     if rng.random() < 0.1:  # byte-level damage
         position = rng.randrange(max(1, len(text)))
-        damage = rng.choice(["\x00", "[", "=", "\"", "\n[x", "}", ""])
+        damage = rng.choice(["\x00", "[", "=", '"', "\n[x", "}", ""])
         text = text[:position] + damage + text[position + rng.randint(0, 5) :]
     return text
 
@@ -131,7 +198,9 @@ def _toml_value(value: Any) -> str:
     if isinstance(value, list):
         return "[" + ", ".join(_toml_value(v) for v in value) + "]"
     if isinstance(value, dict):
-        return "{ " + ", ".join(f"{json.dumps(k)} = {_toml_value(v)}" for k, v in value.items()) + " }"
+        return (
+            "{ " + ", ".join(f"{json.dumps(k)} = {_toml_value(v)}" for k, v in value.items()) + " }"
+        )
     return '"none"'
 
 

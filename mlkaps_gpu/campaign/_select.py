@@ -6,6 +6,7 @@ with the given inputs, so the answer is the one a library embedding the header w
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,10 @@ import pandas as pd
 from mlkaps_gpu.campaign._campaign import Campaign, CampaignError
 from mlkaps_gpu.space import Parameter
 from mlkaps_gpu.trees._compiled import CompiledHeader
+
+
+class EnvironmentMismatchWarning(UserWarning):
+    """The current machine differs from the one a campaign measured on."""
 
 
 def parse_assignments(assignments: Sequence[str]) -> dict[str, str]:
@@ -58,6 +63,13 @@ def select_with_header(directory: str | Path, assignments: Mapping[str, str]) ->
     campaign = Campaign.open(directory)
     if not campaign.done("trees"):
         raise CampaignError(f"{directory}: the campaign has no header yet; run tune first")
+    for difference in campaign.environment_warnings():
+        warnings.warn(
+            f"{directory}: this machine differs from the one the campaign measured on "
+            f"({difference}); its configurations may not suit this machine",
+            EnvironmentMismatchWarning,
+            stacklevel=2,
+        )
     space = campaign.space
     unknown = sorted(set(assignments) - set(space.input_names))
     if unknown:

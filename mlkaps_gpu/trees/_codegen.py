@@ -10,64 +10,22 @@ calls every leaf function once and fills the configuration struct field by field
 
 from __future__ import annotations
 
-import math
 import textwrap
 from collections.abc import Iterator, Mapping
 
 import numpy as np
 
 from mlkaps_gpu.space._parameters import Parameter
+from mlkaps_gpu.trees._c_literals import (
+    INDENT,
+    c_type,
+    comment_text,
+    double_literal,
+    value_literal,
+)
+from mlkaps_gpu.trees._codegen_validity import ValidityWriter
 from mlkaps_gpu.trees._model import FLOAT32_MAX, DecisionModel, TreeStructure
 from mlkaps_gpu.trees._names import InputNames, NamePlan, OutputNames
-
-INDENT = "    "
-_C_TYPES = {"int": "long long", "float": "double", "bool": "int"}
-_INT64_MIN = -(2**63)
-
-
-def double_literal(value: float) -> str:
-    """A C double literal that reads back as exactly ``value`` (Python's shortest repr)."""
-    number = float(value)
-    if not math.isfinite(number):
-        raise ValueError(f"cannot write the non-finite value {number!r} as a C constant")
-    text = repr(number)
-    return text if any(c in text for c in ".e") else text + ".0"
-
-
-def long_long_literal(value: int) -> str:
-    """A C ``long long`` literal; INT64_MIN has no literal form and is written as an expression."""
-    number = int(value)
-    if number == _INT64_MIN:
-        return "(-9223372036854775807LL - 1)"
-    if not _INT64_MIN < number < 2**63:
-        raise ValueError(f"{number} does not fit in a C long long")
-    return f"{number}LL"
-
-
-def comment_text(text: str) -> str:
-    """Text safe inside a ``/* */`` comment on one line."""
-    return " ".join(str(text).replace("*/", "* /").replace("/*", "/ *").split())
-
-
-def c_type(parameter: Parameter, names: InputNames | OutputNames) -> str:
-    """The C type of a parameter: long long, double, int (bool) or its enum type."""
-    if parameter.kind == "categorical":
-        assert names.enum_type is not None
-        return names.enum_type
-    return _C_TYPES[parameter.kind]
-
-
-def value_literal(parameter: Parameter, names: OutputNames, code: int) -> str:
-    """The C expression of the domain value with index ``code``."""
-    if parameter.kind == "categorical":
-        return names.enum_constants[code]
-    value = parameter.domain_values()[code]
-    if parameter.kind == "bool":
-        return "1" if bool(value) else "0"
-    if parameter.kind == "int":
-        return long_long_literal(int(value))
-    return double_literal(float(value))
-
 
 def emit_leaf_function(
     tree: TreeStructure,
@@ -161,6 +119,7 @@ def _header_comment(
             "A NaN float input goes to the child scikit-learn chose for missing values (the"
             " larger one when training saw no NaN)."
         )
+    lines += _validity_comment(model, plan)
     for key, value in (provenance or {}).items():
         lines.append(f"{key}: {value}")
     wrapped = [
@@ -171,6 +130,35 @@ def _header_comment(
         )
     ]
     return ["/*", *(f" * {piece}" for piece in wrapped), " */"]
+
+
+def _validity_comment(model: DecisionModel, plan: NamePlan) -> list[str]:
+    validity = model.validity
+    if validity is None:
+        return []
+    names = plan.validity
+    constraints = "; ".join(validity.constraints) or "none"
+    lines = [
+        f"Constraints: {constraints}.",
+        f"{names.is_valid}(inputs..., &config) is 1 when every input and field lies in its"
+        " domain and every constraint holds.",
+    ]
+    if validity.constraints and validity.constrained_design:
+        searched = (
+            f"every combination of {', '.join(p.name for p in validity.constrained_params)}"
+            if validity.searches_product
+            else f"{len(validity.candidate_codes())} combinations found in the optima"
+        )
+        lines += [
+            f"{plan.select_function}() takes the trees' configuration ({names.tree_select}()),"
+            " checks the constraints at the inputs clamped into their domain (a NaN float"
+            " input becomes the low end; the trees see the inputs unclamped) and, when they"
+            f" fail, returns {names.fallback}(): the valid configuration nearest to the trees'"
+            " one (sum of value-code distances over the constrained parameters, ties to the"
+            f" first) among {searched}. So no input inside the domain gets an invalid"
+            " configuration unless none is valid there (then the trees' one is returned).",
+        ]
+    return lines
 
 
 def _enum_lines(parameter: Parameter, names: InputNames | OutputNames) -> list[str]:
@@ -210,14 +198,19 @@ def _feature_function(plan: NamePlan) -> list[str]:
     ]
 
 
-def _select_function(model: DecisionModel, plan: NamePlan) -> list[str]:
-    config, features, leaf = plan.locals
-    arguments = ", ".join(
+def _select_arguments(model: DecisionModel, plan: NamePlan) -> list[str]:
+    return [
         f"{c_type(parameter, names)} {names.argument}"
         for parameter, names in zip(model.inputs, plan.inputs, strict=True)
-    )
+    ]
+
+
+def _select_function(model: DecisionModel, plan: NamePlan, name: str) -> list[str]:
+    """The trees' configuration: features once, each leaf function once, fields filled."""
+    config, features, leaf = plan.locals
+    arguments = ", ".join(_select_arguments(model, plan))
     lines = [
-        f"static inline {plan.hd_macro} {plan.config_type} {plan.select_function}({arguments})",
+        f"static inline {plan.hd_macro} {plan.config_type} {name}({arguments})",
         "{",
         f"{INDENT}{plan.config_type} {config};",
         f"{INDENT}double {features}[{len(model.inputs)}];",
@@ -257,9 +250,13 @@ def render_header(
     """
     plan = NamePlan.build(prefix, model.inputs, model.design, model.tree_names)
     nan_possible = [parameter.kind == "float" for parameter in model.inputs]
+    writer = ValidityWriter(model, plan) if model.validity is not None else None
+    guard = [f"#ifndef {plan.guard}", f"#define {plan.guard}"]
+    if writer is not None and writer.needs_math:
+        guard += ["", "#include <math.h>"]
     blocks: list[list[str]] = [
         _header_comment(model, plan, versions, provenance),
-        [f"#ifndef {plan.guard}", f"#define {plan.guard}"],
+        guard,
         [
             "#ifdef __CUDACC__",
             f"#define {plan.hd_macro} __host__ __device__",
@@ -286,6 +283,14 @@ def render_header(
         blocks.append(
             emit_value_function(output.parameter, output_names, output.codes, plan.hd_macro)
         )
-    blocks.append(_select_function(model, plan))
+    if writer is None:
+        blocks.append(_select_function(model, plan, plan.select_function))
+    else:
+        blocks += writer.blocks()
+        if writer.checks_in_select:
+            blocks.append(_select_function(model, plan, plan.validity.tree_select))
+            blocks.append(writer.select_function(_select_arguments(model, plan)))
+        else:
+            blocks.append(_select_function(model, plan, plan.select_function))
     blocks.append([f"#endif /* {plan.guard} */"])
     return "\n\n".join("\n".join(block) for block in blocks) + "\n"

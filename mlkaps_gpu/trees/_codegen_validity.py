@@ -23,7 +23,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from mlkaps_gpu.space._parameters import Parameter
-from mlkaps_gpu.trees._codegen_values import (
+from mlkaps_gpu.trees._c_literals import (
     INDENT,
     c_type,
     double_literal,

@@ -69,7 +69,7 @@ def standalone_identifier(name: str) -> str:
     return candidate
 
 
-def _unique(candidate: str, taken: set[str]) -> str:
+def unique_name(candidate: str, taken: set[str]) -> str:
     """``candidate``, or ``candidate_2``, ``candidate_3``... whichever is not taken; records it."""
     name, number = candidate, 1
     while name in taken or name in RESERVED_WORDS:
@@ -77,6 +77,9 @@ def _unique(candidate: str, taken: set[str]) -> str:
         name = f"{candidate}_{number}"
     taken.add(name)
     return name
+
+
+_unique = unique_name
 
 
 @dataclass(frozen=True)

@@ -1,16 +1,20 @@
 """Selectors: decision trees that map input values to the optimal configuration.
 
-Life cycle of a :class:`Selector`: ``fit(optima, inputs, design)`` checks the table, builds the
-float64 feature matrix once and calls the subclass's :meth:`Selector._fit_model`, which trains
-its trees and returns a :class:`~mlkaps_gpu.trees._model.DecisionModel` (stored as ``model_``).
-``select`` and ``to_c`` then work from that model only, so the Python answers and the generated
-header come from the same arrays.
+Life cycle of a :class:`Selector`: ``fit(optima, inputs, design, space=..., score=...)`` checks
+the table, builds the float64 feature matrix once and calls the subclass's
+:meth:`Selector._fit_model`, which trains its trees and returns a
+:class:`~mlkaps_gpu.trees._model.DecisionModel`. Given a ``space``, ``fit`` then attaches the
+space's constraints (a :class:`~mlkaps_gpu.trees._validity.Validity`: check and fallback at run
+time) and stores the model as ``model_``. ``select`` and ``to_c`` then work from that model only,
+so the Python answers and the generated header come from the same arrays.
 """
 
 from __future__ import annotations
 
 import abc
-from collections.abc import Mapping, Sequence
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Self
 
 import numpy as np
@@ -18,8 +22,22 @@ import pandas as pd
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 from mlkaps_gpu.space._parameters import Parameter
+from mlkaps_gpu.space._space import Space
 from mlkaps_gpu.trees._codegen import render_header
 from mlkaps_gpu.trees._model import DecisionModel, LeafOutput, TreeStructure, input_features
+from mlkaps_gpu.trees._validity import Validity
+
+#: ``score(table) -> values``: the predicted primary objective (to be minimised) of each row of
+#: a table holding every input and design column.
+Score = Callable[[pd.DataFrame], np.ndarray]
+
+
+@dataclass(frozen=True)
+class FitContext:
+    """What a selector may use besides the optima: the space and the objective predictor."""
+
+    space: Space | None = None
+    score: Score | None = None
 
 
 def tool_versions() -> dict[str, str]:
@@ -78,7 +96,13 @@ class Selector(abc.ABC):
     model_: DecisionModel
 
     def fit(
-        self, optima: pd.DataFrame, inputs: Sequence[Parameter], design: Sequence[Parameter]
+        self,
+        optima: pd.DataFrame,
+        inputs: Sequence[Parameter],
+        design: Sequence[Parameter],
+        *,
+        space: Space | None = None,
+        score: Score | None = None,
     ) -> Self:
         """Learn the optimal configuration of each input point.
 
@@ -86,6 +110,11 @@ class Selector(abc.ABC):
             optima: one row per input point: its input values and its optimal configuration.
             inputs: input parameters (features), in the order of the C select arguments.
             design: design parameters (outputs), in the order of the C struct fields.
+            space: the search space (its inputs and design must be ``inputs`` and ``design``);
+                its constraints are then checked at run time, with a fallback (see
+                :mod:`mlkaps_gpu.trees._validity`). Without it there is no check.
+            score: predicted objective of rows of inputs + design (selectors that weigh
+                configurations by it, such as :class:`JointSelector`, need it).
         """
         inputs, design = tuple(inputs), tuple(design)
         for parameter in (*inputs, *design):
@@ -104,13 +133,32 @@ class Selector(abc.ABC):
         features = input_features(optima, inputs)
         if not np.all(np.isfinite(features)):
             raise ValueError("input columns of the optima table must be finite (no NaN or inf)")
+        if space is not None:
+            if [p.name for p in inputs] != space.input_names or [
+                p.name for p in design
+            ] != space.design_names:
+                raise ValueError(
+                    f"the space's parameters ({space.input_names} / {space.design_names}) "
+                    f"differ from those given ({[p.name for p in inputs]} / "
+                    f"{[p.name for p in design]})"
+                )
         self.inputs_, self.design_ = inputs, design
-        self.model_ = self._fit_model(features, optima)
+        model = self._fit_model(features, optima, FitContext(space=space, score=score))
+        if space is not None:
+            codes = np.column_stack([design_codes(optima, p) for p in design])
+            validity = Validity.build(
+                inputs, design, [c.source for c in space.constraints], optima_codes=codes
+            )
+            model = dataclasses.replace(model, validity=validity)
+        self.model_ = model
         return self
 
     @abc.abstractmethod
-    def _fit_model(self, features: np.ndarray, optima: pd.DataFrame) -> DecisionModel:
-        """Train on the float64 feature matrix; return the model (inputs_/design_ are set)."""
+    def _fit_model(
+        self, features: np.ndarray, optima: pd.DataFrame, context: FitContext
+    ) -> DecisionModel:
+        """Train on the float64 feature matrix; return the model without its validity
+        (``inputs_`` and ``design_`` are set)."""
 
     def _check_fitted(self) -> DecisionModel:
         model = getattr(self, "model_", None)
@@ -158,7 +206,9 @@ class PerParameterSelector(Selector):
         self.min_samples_leaf = min_samples_leaf
         self.random_state = random_state
 
-    def _fit_model(self, features: np.ndarray, optima: pd.DataFrame) -> DecisionModel:
+    def _fit_model(
+        self, features: np.ndarray, optima: pd.DataFrame, context: FitContext
+    ) -> DecisionModel:
         options = {
             "max_depth": self.max_depth,
             "min_samples_leaf": self.min_samples_leaf,

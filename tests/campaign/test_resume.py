@@ -20,8 +20,16 @@ from .conftest import write_config
 
 
 def _command(config: Path, out: Path) -> list[str]:
-    return [sys.executable, "-m", "mlkaps_gpu.campaign._cli", "--quiet", "tune", str(config),
-            "--out", str(out)]
+    return [
+        sys.executable,
+        "-m",
+        "mlkaps_gpu.campaign._cli",
+        "--quiet",
+        "tune",
+        str(config),
+        "--out",
+        str(out),
+    ]
 
 
 def _stages(out: Path) -> list[str]:

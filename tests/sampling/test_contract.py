@@ -218,6 +218,25 @@ def test_exhausting_a_finite_space(sampler_class: type[Sampler], batch: int) -> 
     assert list(empty.columns) == space.names
 
 
+def test_the_last_rows_of_a_finite_space_are_found(sampler_class: type[Sampler]) -> None:
+    # random draws alone keep hitting seen rows: 30 unseen among 730 are rarely all found
+    space = Space(
+        [Parameter("m", "int", values=(1, 2))],
+        [Parameter("p", "int", low=1, high=20), Parameter("r", "int", low=1, high=20)],
+        ["p + r <= 40 - 5 * m"],
+    )
+    total = sum(p + r <= 40 - 5 * m for m in (1, 2) for p in range(1, 21) for r in range(1, 21))
+    assert total == 730
+    sampler = sampler_class(space, seed=0)
+    rows = sampler.ask(total - 30)
+    rest = sampler.ask(50)
+    assert (len(rows), len(rest)) == (total - 30, 30)
+    everything = pd.concat([rows, rest], ignore_index=True)
+    assert len(set(keys(space, everything))) == total
+    assert space.is_valid(everything).all()
+    assert len(sampler.ask(1)) == 0
+
+
 def test_exhaustion_without_tell(sampler_class: type[Sampler]) -> None:
     space = tiny_space()
     sampler = sampler_class(space, seed=9)
@@ -225,6 +244,15 @@ def test_exhaustion_without_tell(sampler_class: type[Sampler]) -> None:
     second = sampler.ask(15)
     assert (len(first), len(second)) == (15, TINY_VALID - 15)
     assert len(sampler.ask(1)) == 0
+
+
+def test_space_without_inputs(sampler_class: type[Sampler]) -> None:
+    space = Space([], [Parameter("p", "int", low=1, high=6), Parameter("q", "bool")], ["p <= 4"])
+    sampler = sampler_class(space, seed=1)
+    first, second = sampler.ask(5), sampler.ask(5)
+    assert (len(first), len(second)) == (5, 3)  # 4 x 2 valid configurations
+    assert space.is_valid(pd.concat([first, second])).all()
+    assert len(sampler.ask(5)) == 0
 
 
 # ------------------------------------------------------------------------------ bad requests

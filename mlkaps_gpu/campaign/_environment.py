@@ -1,0 +1,144 @@
+"""Where measurements were taken: CPU, GPU, compiler and package versions.
+
+A campaign records its environment in ``environment.json`` when it is created; commands that use
+its results on a machine (``select``, and later ``validate`` and ``merge``) compare the current
+machine with it and warn when the identity fields differ, since tuned configurations are only
+valid for the architecture they were measured on.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import platform
+import shutil
+import subprocess
+from typing import Any
+
+#: Fields that identify an architecture: a difference in any of them triggers the warning.
+IDENTITY_FIELDS = ("cpu_model", "cpu_cores", "machine", "gpu_name", "gpu_compute_capability")
+_PACKAGES = (
+    "mlkaps_gpu",
+    "numpy",
+    "pandas",
+    "scipy",
+    "scikit-learn",
+    "lightgbm",
+    "pymoo",
+    "cffi",
+    "cupy-cuda12x",
+    "cupy-cuda13x",
+    "cupy",
+)
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            for line in handle:
+                if line.lower().startswith(("model name", "hardware", "cpu model")):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _first_line(command: list[str]) -> str | None:
+    executable = shutil.which(command[0])
+    if executable is None:
+        return None
+    try:
+        result = subprocess.run(
+            [executable, *command[1:]], capture_output=True, text=True, timeout=10, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    lines = [line for line in (result.stdout + result.stderr).splitlines() if line.strip()]
+    return lines[0].strip() if result.returncode == 0 and lines else None
+
+
+def _last_line(command: list[str]) -> str | None:
+    executable = shutil.which(command[0])
+    if executable is None:
+        return None
+    try:
+        result = subprocess.run(
+            [executable, *command[1:]], capture_output=True, text=True, timeout=10, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    lines = [line for line in result.stdout.splitlines() if line.strip()]
+    return lines[-1].strip() if result.returncode == 0 and lines else None
+
+
+def _gpu() -> dict[str, Any]:
+    """GPU name, compute capability and driver, through CuPy when importable, else nvidia-smi."""
+    try:
+        import cupy  # noqa: PLC0415 - optional dependency, loaded only here
+
+        if cupy.cuda.runtime.getDeviceCount() > 0:
+            properties = cupy.cuda.runtime.getDeviceProperties(0)
+            name = properties["name"]
+            return {
+                "gpu_name": name.decode() if isinstance(name, bytes) else str(name),
+                "gpu_compute_capability": f"{properties['major']}.{properties['minor']}",
+                "gpu_driver": str(cupy.cuda.runtime.driverGetVersion()),
+                "gpu_count": int(cupy.cuda.runtime.getDeviceCount()),
+            }
+    except Exception:  # noqa: BLE001, S110 - no CuPy, no driver or no device: fall through
+        pass
+    line = _first_line(
+        ["nvidia-smi", "--query-gpu=name,compute_cap,driver_version", "--format=csv,noheader"]
+    )
+    if line and line.count(",") >= 2:
+        name, capability, driver = (part.strip() for part in line.split(",")[:3])
+        return {"gpu_name": name, "gpu_compute_capability": capability, "gpu_driver": driver}
+    return {"gpu_name": None, "gpu_compute_capability": None, "gpu_driver": None}
+
+
+def _versions() -> dict[str, str]:
+    versions = {}
+    for package in _PACKAGES:
+        try:
+            versions[package] = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return versions
+
+
+def capture_environment() -> dict[str, Any]:
+    """A JSON-able description of this machine and its software."""
+    environment: dict[str, Any] = {
+        "cpu_model": _cpu_model(),
+        "cpu_cores": os.cpu_count(),
+        "machine": platform.machine(),
+        "system": f"{platform.system()} {platform.release()}",
+        "python": platform.python_version(),
+        "c_compiler": _first_line(["cc", "--version"]),
+        "nvcc": _last_line(["nvcc", "--version"]),
+    }
+    environment.update(_gpu())
+    environment["packages"] = _versions()
+    return environment
+
+
+def environment_differences(recorded: dict[str, Any], current: dict[str, Any]) -> list[str]:
+    """Identity fields that differ, as ``"field: recorded -> current"`` lines."""
+    differences = []
+    for field in IDENTITY_FIELDS:
+        if recorded.get(field) != current.get(field):
+            differences.append(f"{field}: {recorded.get(field)!r} -> {current.get(field)!r}")
+    return differences
+
+
+def summary_line(environment: dict[str, Any]) -> str:
+    """One line for header provenance comments."""
+    parts = [f"{environment.get('cpu_model')} ({environment.get('cpu_cores')} cores)"]
+    if environment.get("gpu_name"):
+        parts.append(
+            f"GPU {environment['gpu_name']} (sm {environment.get('gpu_compute_capability')}, "
+            f"driver {environment.get('gpu_driver')})"
+        )
+    if environment.get("c_compiler"):
+        parts.append(str(environment["c_compiler"]))
+    return "; ".join(parts)
