@@ -76,6 +76,10 @@ class Campaign:
         self.space = setup.space
         self.directory = directory
         self.store = SampleStore(directory / "samples.sqlite", self.space, setup.objectives)
+        fixed = config.sampling.fixed
+        #: the space sampling and grids use: the full space, or one with fixed inputs
+        self.sampling_space = self.space.with_fixed_inputs(fixed) if fixed else self.space
+        self._transfer: pd.DataFrame | None = None
 
     # ---------------------------------------------------------------------- construction
     @classmethod
@@ -196,12 +200,50 @@ class Campaign:
             summary["trees"] = self.build_trees()
         return summary
 
+    def transfer_samples(self) -> pd.DataFrame:
+        """Successful measurements of the ``[transfer] sources`` campaigns (other
+        architectures), used as extra training data of every surrogate fit."""
+        if self._transfer is None:
+            tables = []
+            for source in self.config.transfer_sources:
+                try:
+                    store = SampleStore(
+                        source / "samples.sqlite", self.space, self.setup.objectives
+                    )
+                    table = store.valid_samples()
+                except Exception as error:  # noqa: BLE001 - any schema mismatch is reported
+                    raise CampaignError(
+                        f"[transfer] {source}: its samples do not fit this campaign ({error})"
+                    ) from None
+                inside = (
+                    self.space.is_valid(table[self.space.names])
+                    if len(table)
+                    else np.ones(0, dtype=bool)
+                )
+                if not np.all(inside):
+                    raise CampaignError(
+                        f"[transfer] {source}: {int(np.sum(~inside))} samples lie outside "
+                        "this campaign's space"
+                    )
+                tables.append(table)
+            self._transfer = (
+                pd.concat(tables, ignore_index=True) if tables else self.store.load().iloc[:0]
+            )
+        return self._transfer
+
+    def training_samples(self) -> pd.DataFrame:
+        """What the surrogate learns from: transferred samples, then this campaign's."""
+        own = self.store.valid_samples()
+        transfer = self.transfer_samples()
+        return pd.concat([transfer, own], ignore_index=True) if len(transfer) else own
+
     def make_sampler(self) -> Sampler:
         options = self.config.sampling
         if options.method == "ga_adaptive":
             objective = self.setup.objectives[0]
+            transfer = self.transfer_samples()
             return GAAdaptiveSampler(
-                self.space,
+                self.sampling_space,
                 seed=self.config.seed,
                 budget=options.budget,
                 objective=objective,
@@ -211,8 +253,9 @@ class Campaign:
                 eps_final=options.eps_final,
                 sub_sampler=options.sub_sampler,
                 surrogate_factory=lambda: self._surrogate(objective),
+                extra_training=transfer if len(transfer) else None,
             )
-        return SAMPLERS[options.method](self.space, seed=self.config.seed)
+        return SAMPLERS[options.method](self.sampling_space, seed=self.config.seed)
 
     def sample(self, progress: Progress | None = None) -> dict[str, Any]:
         """Measure until the budget is spent (resuming from what the store holds)."""
@@ -230,19 +273,32 @@ class Campaign:
         done = len(stored)
         kernel_seconds = 0.0
         started = time.perf_counter()
-        while done < budget:
-            rows = sampler.ask(min(batch_size, budget - done))
-            if len(rows) == 0:
-                log.warning("every valid configuration has been measured: stopping at %d", done)
-                break
-            begin = time.perf_counter()
-            results = self.setup.executor.run(rows)
-            kernel_seconds += time.perf_counter() - begin
-            self.store.append(rows, results)
-            sampler.tell(rows, results)
-            done += len(rows)
-            if progress:
-                progress("sampling", done, budget)
+        if self.config.execution.backend == "dask":
+            # imported here: the Dask backend is optional (mlkaps_gpu[dist])
+            from mlkaps_gpu.campaign._distributed import sample_distributed
+
+            kernel_seconds = sample_distributed(
+                self.config,
+                sampler,
+                self.store,
+                objectives=self.setup.objectives,
+                done=done,
+                progress=progress,
+            )
+        else:
+            while done < budget:
+                rows = sampler.ask(min(batch_size, budget - done))
+                if len(rows) == 0:
+                    log.warning("every valid configuration has been measured: stopping at %d", done)
+                    break
+                begin = time.perf_counter()
+                results = self.setup.executor.run(rows)
+                kernel_seconds += time.perf_counter() - begin
+                self.store.append(rows, results)
+                sampler.tell(rows, results)
+                done += len(rows)
+                if progress:
+                    progress("sampling", done, budget)
         table = self.store.load()
         status_counts = {str(k): int(v) for k, v in table["status"].value_counts().items()}
         details = {
@@ -266,7 +322,7 @@ class Campaign:
         )
 
     def fit_models(self) -> dict[str, Any]:
-        valid = self.store.valid_samples()
+        valid = self.training_samples()
         if len(valid) < 2:
             raise CampaignError(
                 f"{self.directory}: only {len(valid)} successful measurements: nothing to learn"
@@ -277,7 +333,7 @@ class Campaign:
         for objective in self.setup.objectives:
             model = self._surrogate(objective).fit(features, valid[objective].to_numpy())
             model.save(str(models / f"{objective}.txt"))
-        details = {"trained_on": len(valid)}
+        details = {"trained_on": len(valid), "transferred": len(self.transfer_samples())}
         self._clear_after("modeling")
         self._mark_done("modeling", **details)
         return details
@@ -292,7 +348,7 @@ class Campaign:
         ]
 
     def grid(self) -> pd.DataFrame:
-        return self.space.grid(self.config.optimization.grid)
+        return self.sampling_space.grid(self.config.optimization.grid)
 
     def optimize(self, progress: Progress | None = None) -> dict[str, Any]:
         options = self.config.optimization

@@ -51,7 +51,9 @@ _SECTIONS: dict[str, tuple[str, ...]] = {
         "eps_initial",
         "eps_final",
         "sub_sampler",
+        "fixed",
     ),
+    "transfer": ("sources",),
     "surrogate": ("n_estimators", "log_target", "params"),
     "optimization": (
         "grid",
@@ -97,6 +99,7 @@ class SamplingConfig:
     eps_initial: float = 0.3
     eps_final: float = 0.8
     sub_sampler: str = "lhs"
+    fixed: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -154,6 +157,7 @@ class CampaignConfig:
     optimization: OptimizationConfig
     trees: TreesConfig
     execution: ExecutionConfig = field(default_factory=ExecutionConfig)
+    transfer_sources: list[Path] = field(default_factory=list)
 
     @property
     def digest(self) -> str:
@@ -220,6 +224,7 @@ def parse_config(text: str, *, path: Path | None = None, label: str = "<config>"
         optimization=_optimization(reader, data.get("optimization", {})),
         trees=_trees(reader, data.get("trees", {})),
         execution=_execution(reader, data.get("execution", {})),
+        transfer_sources=_transfer(reader, data.get("transfer", {}), base),
     )
 
 
@@ -285,13 +290,13 @@ class _Reader:
         return bool(value)
 
 
-def _expand(value: str, reader: _Reader, key: str) -> str:
+def _expand(value: str, reader: _Reader, key: str, section: str = "kernel") -> str:
     """Expand ``${VAR}`` from the environment in a data path."""
 
     def replace(match: re.Match[str]) -> str:
         name = match.group(1)
         if name not in os.environ:
-            reader.fail("kernel", key, f"environment variable {name} is not set")
+            reader.fail(section, key, f"environment variable {name} is not set")
         return os.environ[name]
 
     return re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", replace, value)
@@ -454,8 +459,16 @@ def _sampling(reader: _Reader, table: Mapping[str, Any]) -> SamplingConfig:
     sub_sampler = reader.string(
         table, "sampling", "sub_sampler", default="lhs", allowed=("lhs", "random")
     )
+    fixed = table.get("fixed", {})
+    if not isinstance(fixed, dict):
+        reader.fail("sampling", "fixed", "must be a table {input = value} held during sampling")
     return SamplingConfig(
-        method=method, budget=budget, batch_size=batch, sub_sampler=sub_sampler, **fractions
+        method=method,
+        budget=budget,
+        batch_size=batch,
+        sub_sampler=sub_sampler,
+        fixed=dict(fixed),
+        **fractions,
     )
 
 
@@ -533,3 +546,17 @@ def _execution(reader: _Reader, table: Mapping[str, Any]) -> ExecutionConfig:
         in_flight=reader.integer(table, "execution", "in_flight", default=2, minimum=1),
         options=dict(options),
     )
+
+
+def _transfer(reader: _Reader, table: Mapping[str, Any], base: Path) -> list[Path]:
+    sources = table.get("sources", [])
+    if not isinstance(sources, list) or not all(isinstance(s, str) for s in sources):
+        reader.fail("transfer", "sources", "must be a list of campaign directories")
+    paths = []
+    for index, source in enumerate(sources):
+        path = Path(_expand(source, reader, f"sources[{index}]", "transfer"))
+        path = path if path.is_absolute() else base / path
+        if not (path / "campaign.json").is_file() or not (path / "samples.sqlite").is_file():
+            reader.fail("transfer", f"sources[{index}]", f"not a campaign directory: {path}")
+        paths.append(path)
+    return paths

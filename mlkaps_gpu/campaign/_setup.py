@@ -61,6 +61,11 @@ def prepare(config: CampaignConfig) -> Setup:
             f"{label}: [design] constraints: no configuration satisfies them "
             f"({'; '.join(config.constraints)})"
         ) from None
+    if config.sampling.fixed:
+        try:
+            space.with_fixed_inputs(config.sampling.fixed)
+        except SpaceError as error:
+            raise ConfigError(f"{label}: [sampling] fixed: {error}") from None
     objectives = list(config.objectives)
     missing = [o for o in objectives if o not in executor.objectives]
     if missing:

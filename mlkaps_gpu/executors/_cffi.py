@@ -23,6 +23,11 @@ compiler identity, flags and macro values, so a configuration is compiled once, 
 executors and campaigns sharing ``cache_dir``. A failed compilation is cached too (its message
 is kept next to the modules) and gives the row ``compile_error`` with the compiler's output.
 
+**Thread placement**: unless told otherwise (``pin_threads=False``, ``env`` or the campaign's
+own ``OMP_PROC_BIND`` / ``OMP_PLACES``), the worker runs with ``OMP_PROC_BIND=close`` and
+``OMP_PLACES=cores``: on the machines measured (``experiments/timing_noise.py``) unpinned
+OpenMP threads made the objective vary several times more between campaigns.
+
 **Measurement** happens in a worker process (:mod:`mlkaps_gpu.executors._worker`): arguments are
 built, overwritten buffers are restored before every run (outside the timed region), only the
 kernel call is timed (``time.perf_counter_ns``), ``warmup`` untimed runs come first and the
@@ -82,6 +87,8 @@ static void _mlkaps_set_threads(int n)
 _TOKEN = re.compile(r"^[A-Za-z0-9_.+\-]+$")
 _CODEGEN_LOCK = threading.Lock()
 _COMPILER_IDS: dict[tuple[str, ...], str] = {}
+#: OpenMP placement of the worker by default: pinned threads vary much less from run to run.
+PINNING: dict[str, str] = {"OMP_PROC_BIND": "close", "OMP_PLACES": "cores"}
 #: Characters of compiler output kept in a row's message (the whole output stays in the cache).
 MESSAGE_LIMIT = 4000
 
@@ -317,6 +324,9 @@ class CffiExecutor(Executor):
         env: extra environment variables of the worker process.
         compile_jobs: compilers run at once for a batch (default: number of CPUs).
         compile_timeout_s: seconds one compilation may take.
+        pin_threads: run the worker with ``OMP_PROC_BIND=close`` and ``OMP_PLACES=cores``
+            (OpenMP threads pinned, one per core), unless the campaign's environment or
+            ``env`` sets them; see ``experiments/timing_noise.py`` for why.
     """
 
     objectives = ("time",)
@@ -341,6 +351,7 @@ class CffiExecutor(Executor):
         env: Mapping[str, str] | None = None,
         compile_jobs: int | None = None,
         compile_timeout_s: float = 300.0,
+        pin_threads: bool = True,
     ) -> None:
         text, label = read_source(source)
         self.entry_name = _check_prototype(entry)
@@ -396,7 +407,15 @@ class CffiExecutor(Executor):
             "policy": self.timing,
             "seed": int(seed),
         }
-        self.worker = WorkerHandle("mlkaps_gpu.executors._cffi_runner:CffiRunner", config, env=env)
+        worker_env = dict(PINNING) if pin_threads else {}
+        for name in PINNING:  # the campaign's own OpenMP placement settings win
+            if name in os.environ:
+                worker_env.pop(name, None)
+        worker_env.update(env or {})
+        self.worker_env = worker_env
+        self.worker = WorkerHandle(
+            "mlkaps_gpu.executors._cffi_runner:CffiRunner", config, env=worker_env
+        )
 
     # ------------------------------------------------------------------------ bookkeeping
     @property

@@ -133,7 +133,9 @@ def _enumerate_valid_rows(space: Space) -> pd.DataFrame | bool:
         return False
     axes = []
     for parameter in space.inputs:
-        if parameter.values is not None:
+        if parameter.name in space.fixed_inputs:
+            axes.append(np.array([space.fixed_inputs[parameter.name]], dtype=parameter.dtype))
+        elif parameter.values is not None:
             axes.append(parameter.domain_values())
         elif parameter.kind == "int":
             assert parameter.low is not None and parameter.high is not None

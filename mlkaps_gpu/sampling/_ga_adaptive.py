@@ -42,6 +42,11 @@ class GAAdaptiveSampler(Sampler):
         eps_final: exploitation share at the end of the budget.
         sub_sampler: ``"lhs"`` or ``"random"``, or a Sampler factory ``(space, seed) -> Sampler``.
         surrogate_factory: builds the surrogate refitted before each batch.
+        feature_space: the space whose feature encoding the surrogate uses (default: ``space``;
+            a campaign that samples a restricted space, e.g. one architecture of several,
+            passes the full space so that categorical codes agree with ``extra_training``).
+        extra_training: measurements taken elsewhere (other campaigns, other architectures)
+            added to every surrogate fit, never measured or proposed again (transfer).
     """
 
     def __init__(
@@ -57,6 +62,8 @@ class GAAdaptiveSampler(Sampler):
         eps_final: float = 0.8,
         sub_sampler: str | Callable[[Space, int], Sampler] = "lhs",
         surrogate_factory: Callable[[], Surrogate] | None = None,
+        feature_space: Space | None = None,
+        extra_training: pd.DataFrame | None = None,
     ) -> None:
         super().__init__(space, seed=seed)
         if budget < 1:
@@ -88,6 +95,8 @@ class GAAdaptiveSampler(Sampler):
             )
         )
         self.n_told = 0
+        self.feature_space = feature_space or space
+        self.extra_training = extra_training
 
     def eps(self) -> float:
         """Exploitation share at the current progress."""
@@ -143,7 +152,7 @@ class GAAdaptiveSampler(Sampler):
                 candidates = space.assemble(
                     pd.concat([point] * len(valid), ignore_index=True), valid
                 )
-                predicted = sign * model.predict(space.features(candidates))
+                predicted = sign * model.predict(self.feature_space.features(candidates))
                 for row in np.argsort(predicted, kind="stable"):
                     key = tuple(candidates.iloc[row][space.names].tolist())
                     if key not in taken:

@@ -28,6 +28,7 @@ class LHSSampler(Sampler):
             {p.name: p.from_unit(unit[:, i], discrete=False) for i, p in enumerate(space.inputs)},
             index=range(n),
         )
+        space.apply_fixed(inputs)
         offset = len(space.inputs)
         design = pd.DataFrame(
             {

@@ -80,6 +80,34 @@ class Space:
         self._product_codes: np.ndarray | None = None
         self._product_columns: dict[str, np.ndarray] | None = None
         self._valid_cache: OrderedDict[tuple[Any, ...], np.ndarray] = OrderedDict()
+        #: inputs held at one value by sampling and grids (see ``with_fixed_inputs``)
+        self.fixed_inputs: dict[str, Any] = {}
+
+    def with_fixed_inputs(self, values: Mapping[str, Any]) -> Space:
+        """A copy whose sampling and grids hold some inputs at one value.
+
+        Domains, codes and feature encodings stay those of the full space, so measurements of
+        the restricted space and of the full one (other architectures, say) share one model.
+        """
+        for name, value in values.items():
+            if name not in self.input_names:
+                raise SpaceError(f"cannot fix '{name}': not an input (inputs: {self.input_names})")
+            if not self.parameters[name].contains(np.array([value]))[0]:
+                raise SpaceError(f"cannot fix '{name}' to {value!r}: outside its domain")
+        copy = Space(
+            self.inputs,
+            self.design,
+            [c.source for c in self.constraints],
+            enumerate_limit=self.enumerate_limit,
+        )
+        copy.fixed_inputs = dict(values)
+        return copy
+
+    def apply_fixed(self, inputs: pd.DataFrame) -> pd.DataFrame:
+        """Overwrite the fixed inputs' columns of an input table."""
+        for name, value in self.fixed_inputs.items():
+            inputs[name] = pd.Series([value] * len(inputs), dtype=self.parameters[name].dtype)
+        return inputs
 
     # ------------------------------------------------------------------------ description
     def __repr__(self) -> str:
@@ -228,9 +256,10 @@ class Space:
     # ---------------------------------------------------------------------------- sampling
     def sample_inputs(self, n: int, rng: np.random.Generator) -> pd.DataFrame:
         """Uniform (log-uniform where ``log``) random input points."""
-        return pd.DataFrame(
+        table = pd.DataFrame(
             {p.name: p.sample(n, rng, discrete=False) for p in self.inputs}, index=range(n)
         )
+        return self.apply_fixed(table) if self.fixed_inputs else table
 
     def sample_designs(
         self, inputs: pd.DataFrame, rng: np.random.Generator, *, max_rounds: int = 1000
@@ -482,6 +511,9 @@ class Space:
                 raise SpaceError(f"grid names unknown inputs {sorted(unknown)}")
         axes = []
         for parameter in self.inputs:
+            if parameter.name in self.fixed_inputs:
+                axes.append(np.array([self.fixed_inputs[parameter.name]], dtype=parameter.dtype))
+                continue
             size = sizes.get(parameter.name, 8) if isinstance(sizes, Mapping) else sizes
             axes.append(parameter.grid(int(size)))
         if not axes:

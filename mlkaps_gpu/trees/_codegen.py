@@ -27,6 +27,7 @@ from mlkaps_gpu.trees._codegen_validity import ValidityWriter
 from mlkaps_gpu.trees._model import FLOAT32_MAX, DecisionModel, TreeStructure
 from mlkaps_gpu.trees._names import InputNames, NamePlan, OutputNames
 
+
 def emit_leaf_function(
     tree: TreeStructure,
     name: str,

@@ -73,7 +73,9 @@ class ValidityWriter:
         return any(f"{self.names.pymod}(" in text for text in self.constraint_text)
 
     def _constrained_inputs(self) -> list[tuple[Parameter, InputNames]]:
-        return [(self.model.inputs[i], self.plan.inputs[i]) for i in self.validity.constrained_inputs]
+        return [
+            (self.model.inputs[i], self.plan.inputs[i]) for i in self.validity.constrained_inputs
+        ]
 
     def _constraint_text(self) -> list[str]:
         inputs = dict(zip((p.name for p in self.model.inputs), self.plan.inputs, strict=True))
@@ -280,14 +282,20 @@ class ValidityWriter:
         ]
         for target, code, index in zip(targets, codes, positions, strict=True):
             field = plan.outputs[index].field
-            lines.append(f"{INDENT}int {target} = {self.names.code_functions[index]}({chosen}.{field});")
+            lines.append(
+                f"{INDENT}int {target} = {self.names.code_functions[index]}({chosen}.{field});"
+            )
             lines.append(f"{INDENT}int {code};")
         lines.append(f"{INDENT}for ({k} = 0; {k} < {len(candidates)}; ++{k}) {{")
         sizes = [validity.design[i].n_values for i in positions]
         for column, (code, index) in enumerate(zip(codes, positions, strict=True)):
             if validity.searches_product:
                 stride = int(np.prod(sizes[column + 1 :], dtype=np.int64))
-                source = f"({k} / {stride}) % {sizes[column]}" if stride > 1 else f"{k} % {sizes[column]}"
+                source = (
+                    f"({k} / {stride}) % {sizes[column]}"
+                    if stride > 1
+                    else f"{k} % {sizes[column]}"
+                )
             else:
                 source = f"{self.names.candidate_functions[index]}({k})"
             field = plan.outputs[index].field

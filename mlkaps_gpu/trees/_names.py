@@ -177,6 +177,7 @@ class NamePlan:
             )
             for i, p in enumerate(design)
         )
+
         # Allocated after every name above, so that those do not depend on them.
         def per_design(suffix: str) -> tuple[str, ...]:
             return tuple(_unique(f"{prefix}_{sanitize(p.name)}_{suffix}", taken) for p in design)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Self
 
@@ -25,19 +25,18 @@ from mlkaps_gpu.space._parameters import Parameter
 from mlkaps_gpu.space._space import Space
 from mlkaps_gpu.trees._codegen import render_header
 from mlkaps_gpu.trees._model import DecisionModel, LeafOutput, TreeStructure, input_features
+from mlkaps_gpu.trees._regret import RegretOracle, Score
 from mlkaps_gpu.trees._validity import Validity
-
-#: ``score(table) -> values``: the predicted primary objective (to be minimised) of each row of
-#: a table holding every input and design column.
-Score = Callable[[pd.DataFrame], np.ndarray]
 
 
 @dataclass(frozen=True)
 class FitContext:
-    """What a selector may use besides the optima: the space and the objective predictor."""
+    """What a selector may use besides the optima: the space, the objective predictor, and a
+    regret oracle over the optima's points shared between fits (a depth sweep passes one)."""
 
     space: Space | None = None
     score: Score | None = None
+    oracle: RegretOracle | None = None
 
 
 def tool_versions() -> dict[str, str]:
@@ -103,6 +102,7 @@ class Selector(abc.ABC):
         *,
         space: Space | None = None,
         score: Score | None = None,
+        oracle: RegretOracle | None = None,
     ) -> Self:
         """Learn the optimal configuration of each input point.
 
@@ -115,6 +115,8 @@ class Selector(abc.ABC):
                 :mod:`mlkaps_gpu.trees._validity`). Without it there is no check.
             score: predicted objective of rows of inputs + design (selectors that weigh
                 configurations by it, such as :class:`JointSelector`, need it).
+            oracle: a :class:`RegretOracle` built on these optima, space and score, to reuse
+                its cached predictions (optional; a depth sweep passes one).
         """
         inputs, design = tuple(inputs), tuple(design)
         for parameter in (*inputs, *design):
@@ -143,7 +145,8 @@ class Selector(abc.ABC):
                     f"{[p.name for p in design]})"
                 )
         self.inputs_, self.design_ = inputs, design
-        model = self._fit_model(features, optima, FitContext(space=space, score=score))
+        context = FitContext(space=space, score=score, oracle=oracle)
+        model = self._fit_model(features, optima, context)
         if space is not None:
             codes = np.column_stack([design_codes(optima, p) for p in design])
             validity = Validity.build(

@@ -121,7 +121,9 @@ class Validity:
                 f"exceed the search limit {search_limit}: give the optima's codes"
             )
         subset = np.asarray(optima_codes, dtype=np.int64)[:, list(validity.constrained_design)]
-        return cls(validity.inputs, validity.design, validity.constraints, np.unique(subset, axis=0))
+        return cls(
+            validity.inputs, validity.design, validity.constraints, np.unique(subset, axis=0)
+        )
 
     # ------------------------------------------------------------------------------ pickling
     def __getstate__(self) -> dict[str, Any]:

@@ -154,3 +154,40 @@ def test_config_loader_reads_file(kernel_path: Path) -> None:
     assert config.sampling.budget == 120
     assert config.trees.prefix == "toy"
     assert np.isclose(len(config.digest), 64)
+
+
+def test_fixed_inputs_and_transfer(kernel_path: Path, tmp_path: Path) -> None:
+    """A campaign held at one input value can learn from another campaign's samples."""
+    base = write_config(kernel_path, budget=40).read_text()
+    source_config = kernel_path / "source.toml"
+    source_config.write_text(base.replace("batch_size = 20", "batch_size = 5\nfixed = { n = 64 }"))
+    source = tmp_path / "source"
+    assert main(["--quiet", "tune", str(source_config), "--out", str(source)]) == 0
+    stored = Campaign.open(source).store.load()
+    # only 10 configurations are valid at n = 64: sampling stops there, on n = 64 alone
+    assert set(stored["n"]) == {64} and len(stored) == 10
+    target_config = kernel_path / "target.toml"
+    target_config.write_text(
+        base.replace("budget = 40", "budget = 10").replace(
+            "batch_size = 20", "batch_size = 5\nfixed = { n = 1000 }"
+        )
+        + f'\n[transfer]\nsources = ["{source}"]\n'
+    )
+    target = tmp_path / "target"
+    assert main(["--quiet", "tune", str(target_config), "--out", str(target)]) == 0
+    campaign = Campaign.open(target)
+    assert set(campaign.store.load()["n"]) == {1000}
+    assert campaign.meta["details"]["modeling"]["transferred"] == 10
+    assert set(campaign.load_optima()["n"]) == {1000}
+
+
+def test_transfer_source_must_be_a_campaign(
+    kernel_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = kernel_path / "bad.toml"
+    config.write_text(
+        write_config(kernel_path).read_text() + f'\n[transfer]\nsources = ["{tmp_path}"]\n'
+    )
+    assert main(["--quiet", "tune", str(config), "--out", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err
+    assert "[transfer] sources[0]" in err and "not a campaign directory" in err

@@ -1,0 +1,129 @@
+"""Transfer to a new architecture on the replayed GPU convolution.
+
+For each of the five complete GPUs left out in turn: full campaigns on the other four are the
+sources (``[sampling] fixed = {gpu = ...}``, GA-Adaptive, ``--source-budget`` evaluations each);
+the left-out GPU is then tuned with b = 10, 25 and 50 evaluations (a) from scratch and (b) with
+the sources' samples as extra training data of every surrogate fit (``[transfer] sources``: the
+GPU is a categorical input of the surrogate, and sampling stays on the new GPU). Score: fraction of
+optimum of the configuration the compiled header selects for the new GPU, over seeds.
+
+    MLKAPS_GPU_DATA=../shared/data/replay python experiments/transfer.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from mlkaps_gpu.campaign import Campaign, parse_config
+from mlkaps_gpu.trees._compiled import CompiledHeader
+
+CONFIG = Path(__file__).parent / "configs" / "convolution_replay.toml"
+GPUS = ["A100", "A4000", "MI250X", "W6600", "W7800"]
+
+
+def make_config(
+    gpu: str, budget: int, seed: int, sources: list[Path], *, transfer_sampling: bool
+) -> str:
+    text = CONFIG.read_text()
+    text = text.replace("budget = 300", f"budget = {budget}").replace("seed = 0", f"seed = {seed}")
+    text = text.replace('method = "lhs"', 'method = "ga_adaptive"')
+    batch = max(5, budget // 5)
+    text = text.replace("batch_size = 50", f'batch_size = {batch}\nfixed = {{ gpu = "{gpu}" }}')
+    if transfer_sampling:
+        # the transferred model is informed from the first batch: exploit at once
+        text = text.replace(
+            "[sampling]\n", "[sampling]\nbootstrap = 0.0\neps_initial = 0.5\neps_final = 0.8\n"
+        )
+    if sources:
+        listed = ", ".join(f'"{s}"' for s in sources)
+        text += f"\n[transfer]\nsources = [{listed}]\n"
+    return text.replace("verify_inputs = 2000", "verify_inputs = 200")
+
+
+def run(text: str, directory: Path) -> Campaign:
+    config = parse_config(text, path=CONFIG, label=CONFIG.name)
+    campaign = Campaign.create_or_resume(config, directory)
+    campaign.run()
+    return campaign
+
+
+def score(campaign: Campaign, gpu: str) -> float:
+    compiled = CompiledHeader(
+        campaign.load_selector(),
+        campaign.header_path.read_text(),
+        prefix=campaign.config.trees.prefix,
+        build_dir=campaign.directory / "build",
+    )
+    chosen = compiled(pd.DataFrame({"gpu": [gpu]}))
+    chosen.insert(0, "gpu", [gpu])
+    executor = campaign.setup.executor
+    measured = executor.run(chosen[campaign.space.names])
+    best, _ = executor.optimum(gpu)
+    ok = measured["status"].iloc[0] == "ok"
+    return float(best / measured["time"].iloc[0]) if ok else 0.0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--budgets", type=int, nargs="+", default=[10, 25, 50])
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--source-budget", type=int, default=300)
+    parser.add_argument("--out", type=Path, default=None, help="write the raw table as CSV")
+    args = parser.parse_args()
+    if not os.environ.get("MLKAPS_GPU_DATA"):
+        print("MLKAPS_GPU_DATA is not set: point it at the replay data folder", file=sys.stderr)
+        return 2
+    started = time.perf_counter()
+    rows = []
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        sources = {}
+        for gpu in GPUS:
+            text = make_config(gpu, args.source_budget, 0, [], transfer_sampling=False)
+            sources[gpu] = run(text, root / f"source_{gpu}").directory
+            print(f"source {gpu} done ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
+        for gpu in GPUS:
+            others = [sources[g] for g in GPUS if g != gpu]
+            for budget in args.budgets:
+                for seed in range(args.seeds):
+                    for mode, used in (("scratch", []), ("transfer", others)):
+                        text = make_config(gpu, budget, seed, used, transfer_sampling=bool(used))
+                        campaign = run(text, root / f"{gpu}_{budget}_{seed}_{mode}")
+                        rows.append(
+                            {
+                                "gpu": gpu,
+                                "budget": budget,
+                                "seed": seed,
+                                "mode": mode,
+                                "fraction": score(campaign, gpu),
+                            }
+                        )
+            print(f"target {gpu} done ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
+    table = pd.DataFrame(rows)
+    if args.out:
+        table.to_csv(args.out, index=False)
+    summary = table.groupby(["gpu", "mode", "budget"])["fraction"].mean().unstack("budget")
+    print(
+        f"\nFraction of optimum on the left-out GPU ({args.seeds} seeds; sources: "
+        f"{args.source_budget} evaluations on each other GPU)"
+    )
+    print("| GPU | mode | " + " | ".join(f"b={b}" for b in args.budgets) + " |")
+    print("|---|---|" + "---|" * len(args.budgets))
+    for (gpu, mode), values in summary.iterrows():
+        print(f"| {gpu} | {mode} | " + " | ".join(f"{values[b]:.3f}" for b in args.budgets) + " |")
+    overall = table.groupby(["mode", "budget"])["fraction"].mean().unstack("budget")
+    for mode, values in overall.iterrows():
+        print(f"| all | {mode} | " + " | ".join(f"{values[b]:.3f}" for b in args.budgets) + " |")
+    print(f"\ntotal time {time.perf_counter() - started:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
