@@ -15,7 +15,7 @@ runs on, which would make the headers machine-dependent).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,10 +27,12 @@ from mlkaps_gpu.space import Parameter, Space
 #: Threads of the shipped headers' thread parameters (1..CORES).
 CORES = 8
 #: Input grid size per kernel (points per input) on which the optima are computed.
-GRID_SIZES = {"matsum": 32, "lu": 32, "gemm": 12}
+GRID_SIZES = {"matsum": 32, "lu": 32, "gemm": 10}
 _L1_BYTES = 32 * 1024.0
 
-Cost = Callable[[pd.DataFrame], np.ndarray]
+#: A table of parameter columns: a DataFrame, or a mapping of names to numpy arrays.
+Table = pd.DataFrame | Mapping[str, np.ndarray]
+Cost = Callable[[Table], np.ndarray]
 
 
 def _threads_parameter(name: str) -> Parameter:
@@ -45,8 +47,12 @@ def kernel_space(name: str) -> Space:
     return Space(kernel.inputs, design, kernel.constraints)
 
 
-def _column(table: pd.DataFrame, name: str) -> np.ndarray:
-    return table[name].to_numpy(dtype=np.float64)
+def _column(table: Table, name: str) -> np.ndarray:
+    return np.asarray(table[name], dtype=np.float64)
+
+
+def _text(table: Table, name: str) -> np.ndarray:
+    return np.asarray(table[name]).astype(str)
 
 
 def _speedup(threads: np.ndarray, work_items: np.ndarray) -> np.ndarray:
@@ -55,7 +61,7 @@ def _speedup(threads: np.ndarray, work_items: np.ndarray) -> np.ndarray:
     return useful / (1.0 + 0.04 * (useful - 1.0))
 
 
-def matsum_time(table: pd.DataFrame) -> np.ndarray:
+def matsum_time(table: Table) -> np.ndarray:
     """Sum of an n x m matrix with T threads: bandwidth per thread higher while the matrix fits
     in cache (1 MiB), saturating at ~3 threads beyond; a fork/join cost growing with T."""
     n, m, t = _column(table, "n"), _column(table, "m"), _column(table, "T")
@@ -69,14 +75,14 @@ def _cache_efficiency(footprint: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.maximum(footprint - _L1_BYTES, 0.0) / (4.0 * _L1_BYTES))
 
 
-def lu_time(table: pd.DataFrame) -> np.ndarray:
+def lu_time(table: Table) -> np.ndarray:
     """Blocked LU: BLAS-2 panels (recursive faster but with a per-panel cost), BLAS-3 trailing
     updates whose arithmetic intensity grows with nb (tile footprint against loop overhead,
     threads over the tiles), one synchronisation per block column and thread."""
     m, n = _column(table, "m"), _column(table, "n")
     nb, threads = _column(table, "nb"), _column(table, "threads")
     tile_m, tile_n = _column(table, "tile_m"), _column(table, "tile_n")
-    recursive = (table["panel"] == "recursive").to_numpy()
+    recursive = _text(table, "panel") == "recursive"
     k = np.minimum(m, n)
     panels = np.ceil(k / nb)
     panel_time = m * k * nb / 2.0 / np.where(recursive, 3.0e9 * nb / (nb + 16.0), 1.5e9)
@@ -95,14 +101,14 @@ def lu_time(table: pd.DataFrame) -> np.ndarray:
 _UNROLL = {1.0: 0.7, 2.0: 0.85, 4.0: 0.95, 8.0: 1.0}
 
 
-def gemm_time(table: pd.DataFrame) -> np.ndarray:
+def gemm_time(table: Table) -> np.ndarray:
     """Tiled GEMM: tile footprint against loop overhead, wasted work at ragged edges, loop order
     (by shape), unrolling (spills when unroll * 16 > tile_n), threads over the output tiles with
     a fork/join cost."""
     m, n, k = _column(table, "m"), _column(table, "n"), _column(table, "k")
     tile_m, tile_n, tile_k = (_column(table, c) for c in ("tile_m", "tile_n", "tile_k"))
     threads, unroll = _column(table, "threads"), _column(table, "unroll")
-    order = table["loop_order"].to_numpy()
+    order = _text(table, "loop_order")
     padded = (
         np.ceil(m / tile_m) * tile_m * np.ceil(n / tile_n) * tile_n * np.ceil(k / tile_k) * tile_k
     )
@@ -113,7 +119,7 @@ def gemm_time(table: pd.DataFrame) -> np.ndarray:
         [np.where(n >= 96.0, 1.0, 0.75), np.where(k <= 64.0, 1.05, 0.85)],
         np.where(m <= 48.0, 0.95, 0.6),
     )
-    unrolled = pd.Series(unroll).map(_UNROLL).to_numpy(dtype=np.float64)
+    unrolled = np.select([unroll == u for u in _UNROLL], list(_UNROLL.values()), np.nan)
     unrolled = np.where(unroll * 16.0 > tile_n, 0.75 * unrolled, unrolled)
     tiles = np.ceil(m / tile_m) * np.ceil(n / tile_n)
     rate = 6.0e9 * _cache_efficiency(footprint) * overhead * order_efficiency * unrolled
@@ -140,6 +146,11 @@ def exhaustive_optima(
     """The configuration of least cost at every grid point (first in enumeration order on
     ties), with its ``predicted_time``; points admitting no valid configuration are dropped."""
     grid = grid[space.input_names].reset_index(drop=True)
+    inputs = {name: grid[name].to_numpy() for name in space.input_names}
+    domains = [
+        p.domain_values().astype(str) if p.kind == "categorical" else p.domain_values()
+        for p in space.design
+    ]
     best_codes = np.zeros((len(grid), len(space.design)), dtype=np.int64)
     best_time = np.full(len(grid), np.nan)
     pending: list[tuple[int, np.ndarray]] = []
@@ -147,13 +158,19 @@ def exhaustive_optima(
     def flush() -> None:
         owners = np.concatenate([np.full(len(v), p) for p, v in pending])
         codes = np.concatenate([v for _, v in pending]).astype(np.int64)
-        times = cost(space.assemble(grid.iloc[owners], codes))
-        start = 0
-        for point, valid in pending:
-            block = times[start : start + len(valid)]
-            best = int(np.argmin(block))
-            best_codes[point], best_time[point] = valid[best], block[best]
-            start += len(valid)
+        columns = {name: values[owners] for name, values in inputs.items()}
+        for index, parameter in enumerate(space.design):
+            columns[parameter.name] = domains[index][codes[:, index]]
+        times = cost(columns)
+        lengths = np.array([len(v) for _, v in pending])
+        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+        lowest = np.minimum.reduceat(times, starts)
+        # the first row of each point's block that reaches its minimum
+        hits = np.flatnonzero(times == np.repeat(lowest, lengths))
+        block_of_hit = np.searchsorted(starts, hits, side="right") - 1
+        first = hits[np.unique(block_of_hit, return_index=True)[1]]
+        points = np.array([p for p, _ in pending])
+        best_codes[points], best_time[points] = codes[first], times[first]
         pending.clear()
 
     size = 0

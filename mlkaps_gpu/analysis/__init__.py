@@ -1,0 +1,42 @@
+"""Offline analyses on exhaustive data: comparing optimization algorithms (``methodology``) and
+search-space difficulty (``difficulty``); figures in ``plots`` (matplotlib loaded lazily)."""
+
+from mlkaps_gpu.analysis.difficulty import (
+    DEFAULT_PERCENTAGES,
+    NEIGHBOURHOODS,
+    FitnessFlowGraph,
+    fitness_flow_graph,
+    graph_from_table,
+    neighbour_pairs,
+    pagerank,
+)
+from mlkaps_gpu.analysis.methodology import (
+    Curves,
+    SpaceReference,
+    best_at_budgets,
+    budget_range,
+    curves,
+    expected_best_random_search,
+    fraction_of_optimum,
+    performance_score,
+    standardised_curve,
+)
+
+__all__ = [
+    "DEFAULT_PERCENTAGES",
+    "NEIGHBOURHOODS",
+    "Curves",
+    "FitnessFlowGraph",
+    "SpaceReference",
+    "best_at_budgets",
+    "budget_range",
+    "curves",
+    "expected_best_random_search",
+    "fitness_flow_graph",
+    "fraction_of_optimum",
+    "graph_from_table",
+    "neighbour_pairs",
+    "pagerank",
+    "performance_score",
+    "standardised_curve",
+]

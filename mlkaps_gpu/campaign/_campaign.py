@@ -45,7 +45,7 @@ from mlkaps_gpu.campaign._store import SampleStore
 from mlkaps_gpu.optimize import GridOptimizer
 from mlkaps_gpu.sampling import SAMPLERS, GAAdaptiveSampler, Sampler
 from mlkaps_gpu.surrogate import LightGBMSurrogate
-from mlkaps_gpu.trees import PerParameterSelector, boundary_inputs, verify_header
+from mlkaps_gpu.trees import Selector, boundary_inputs, fit_selector, verify_header
 
 log = logging.getLogger("mlkaps_gpu")
 
@@ -462,11 +462,27 @@ class Campaign:
         return self.directory / f"{self.config.trees.prefix}.h"
 
     def build_trees(self) -> dict[str, Any]:
-        """Fit the trees, write the header and verify it against the trees through cffi."""
+        """Fit the trees (mode and depth from ``[trees]``; the primary objective's surrogate
+        scores configurations), write the header and verify it against the trees through cffi."""
         options = self.config.trees
         optima = self.load_optima()
-        selector = PerParameterSelector(max_depth=options.max_depth, random_state=self.config.seed)
-        selector.fit(optima, self.space.inputs, self.space.design)
+        surrogate = self.load_models()[0]
+        sign = -1.0 if self.setup.directions[0] == "maximize" else 1.0
+        space = self.space
+
+        def score(table: pd.DataFrame) -> np.ndarray:
+            return sign * surrogate.predict(space.features(table))
+
+        fitted = fit_selector(
+            optima,
+            space,
+            score,
+            mode=options.mode,
+            max_depth=options.max_depth,
+            depth_tolerance=options.depth_tolerance,
+            random_state=self.config.seed,
+        )
+        selector = fitted.selector
         provenance = {
             "campaign": self.config.name,
             "samples": len(self.store),
@@ -495,20 +511,23 @@ class Campaign:
             "verified_inputs": report.n_rows,
             "mismatches": report.n_mismatches,
             "leaves": {name: int(tree.n_leaves) for name, tree in _tree_sizes(selector).items()},
+            "mode": options.mode,
+            "depth": fitted.sweep.chosen,
+            "depth_sweep": fitted.sweep.records(),
         }
         _write_json(self.directory / "verification.json", details)
         self._mark_done("trees", **details)
         return details
 
-    def load_selector(self) -> PerParameterSelector:
+    def load_selector(self) -> Selector:
         with open(self.directory / "selector.pkl", "rb") as handle:
             selector = pickle.load(handle)  # noqa: S301 - our own file, written by build_trees
-        if not isinstance(selector, PerParameterSelector):
+        if not isinstance(selector, Selector):
             raise CampaignError(f"{self.directory}: selector.pkl holds no selector")
         return selector
 
 
-def _tree_sizes(selector: PerParameterSelector) -> dict[str, Any]:
+def _tree_sizes(selector: Selector) -> dict[str, Any]:
     model = selector.model_
     return dict(zip(model.tree_names, model.trees, strict=True))
 

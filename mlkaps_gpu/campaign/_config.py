@@ -19,7 +19,7 @@ from mlkaps_gpu.space import Parameter, Space, SpaceError
 
 EXECUTORS = ("python", "replay", "cffi", "cupy", "command")
 SAMPLING_METHODS = ("random", "lhs", "ga_adaptive")
-TREE_MODES = ("per_parameter",)
+TREE_MODES = ("joint", "per_parameter")
 OPTIMIZATION_METHODS = ("auto", "nsga2", "exhaustive")
 DIRECTIONS = ("minimize", "maximize")
 
@@ -64,7 +64,7 @@ _SECTIONS: dict[str, tuple[str, ...]] = {
         "prefer_measured",
     ),
     "execution": ("backend", "cluster", "scheduler", "workers", "options", "in_flight"),
-    "trees": ("mode", "max_depth", "prefix", "verify_inputs"),
+    "trees": ("mode", "max_depth", "depth_tolerance", "prefix", "verify_inputs"),
 }
 _PARAMETER_KEYS = ("type", "range", "values", "log", "levels")
 
@@ -121,8 +121,12 @@ class OptimizationConfig:
 
 @dataclass
 class TreesConfig:
-    mode: str = "per_parameter"
-    max_depth: int = 8
+    """``max_depth``: a depth, or ``"auto"``: the smallest depth whose mean predicted regret is
+    within ``depth_tolerance`` (absolute, 0.01 = one percentage point) of the best depth's."""
+
+    mode: str = "joint"
+    max_depth: int | str = "auto"
+    depth_tolerance: float = 0.01
     prefix: str = "mlkaps"
     verify_inputs: int = 10_000
 
@@ -509,13 +513,22 @@ def _optimization(reader: _Reader, table: Mapping[str, Any]) -> OptimizationConf
 
 
 def _trees(reader: _Reader, table: Mapping[str, Any]) -> TreesConfig:
-    mode = reader.string(table, "trees", "mode", default="per_parameter", allowed=TREE_MODES)
+    mode = reader.string(table, "trees", "mode", default="joint", allowed=TREE_MODES)
     prefix = reader.string(table, "trees", "prefix", default="mlkaps")
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", prefix):
         reader.fail("trees", "prefix", f"'{prefix}' is not a C identifier")
+    max_depth: int | str = "auto"
+    if table.get("max_depth", "auto") != "auto":
+        max_depth = reader.integer(table, "trees", "max_depth", default=8, minimum=1)
+    tolerance = table.get("depth_tolerance", 0.01)
+    if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or tolerance < 0:
+        reader.fail(
+            "trees", "depth_tolerance", f"must be a number >= 0 (e.g. 0.01), got {tolerance!r}"
+        )
     return TreesConfig(
         mode=mode,
-        max_depth=reader.integer(table, "trees", "max_depth", default=8, minimum=1),
+        max_depth=max_depth,
+        depth_tolerance=float(tolerance),
         prefix=prefix,
         verify_inputs=reader.integer(table, "trees", "verify_inputs", default=10_000, minimum=1),
     )

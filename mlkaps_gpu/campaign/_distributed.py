@@ -139,14 +139,14 @@ def _local_cluster(workers: int, options: dict[str, Any], label: str) -> Any:
             stacklevel=5,
         )
     if gpus is None:
-        options.setdefault("dashboard_address", None)
+        options.setdefault("dashboard_address", ":0")  # any free port: never clash on 8787
         return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, **options)
     if not isinstance(gpus, list) or len(gpus) != workers:
         raise ConfigError(
             f"{label}: [execution] options.worker_gpus: must list one device per worker "
             f"({workers}), got {gpus!r}"
         )
-    scheduler = {"cls": Scheduler, "options": {"dashboard_address": None}}
+    scheduler = {"cls": Scheduler, "options": {"dashboard_address": ":0"}}
     specs = {
         index: {
             "cls": Nanny,

@@ -13,12 +13,35 @@ from mlkaps_gpu.executors._base import (
     empty_results,
     encode_times,
 )
+from mlkaps_gpu.executors._cffi import CffiExecutor, default_cache_dir
+from mlkaps_gpu.executors._command import CommandExecutor
+from mlkaps_gpu.executors._cupy import CupyExecutor, cupy_available
 from mlkaps_gpu.executors._kernel_tuner_cache import KernelTunerCache, load_kernel_tuner_cache
 from mlkaps_gpu.executors._python import PythonExecutor
 from mlkaps_gpu.executors._replay import ReplayExecutor
 from mlkaps_gpu.executors._replay_data import ReplayDataError, ReplayTable, load_replay_csv
+from mlkaps_gpu.executors._timing import (
+    TimingPolicy,
+    TimingSummary,
+    median_ci,
+    summarize,
+    summarize_raw,
+)
+from mlkaps_gpu.executors._worker_api import Design, KernelCall
 
 __all__ = [
+    "CffiExecutor",
+    "CommandExecutor",
+    "CupyExecutor",
+    "Design",
+    "KernelCall",
+    "TimingPolicy",
+    "TimingSummary",
+    "cupy_available",
+    "default_cache_dir",
+    "median_ci",
+    "summarize",
+    "summarize_raw",
     "COMPILE_ERROR",
     "INVALID",
     "OK",

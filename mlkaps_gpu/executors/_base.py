@@ -12,7 +12,7 @@ from __future__ import annotations
 import abc
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 import pandas as pd
@@ -83,7 +83,7 @@ class Executor(abc.ABC):
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release resources (worker processes, devices). Safe to call twice."""
 
-    def __enter__(self) -> Executor:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

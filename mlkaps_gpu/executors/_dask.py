@@ -25,7 +25,7 @@ from __future__ import annotations
 import atexit
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -46,7 +46,8 @@ class ExecutorFactory(Protocol):
             worker-side cache key.
     """
 
-    key: str
+    @property
+    def key(self) -> str: ...
 
     def __call__(self) -> Executor: ...
 
@@ -80,7 +81,7 @@ class DaskExecutor(Executor):
         factory: ExecutorFactory,
         *,
         client: Client,
-        objectives: tuple[str, ...] | list[str],
+        objectives: Sequence[str],
         chunks: int = 1,
         retries: int = 1,
     ) -> None:
@@ -148,7 +149,7 @@ class DaskExecutor(Executor):
             pass
 
 
-def lost_worker_results(objectives: tuple[str, ...], n: int, error: BaseException) -> pd.DataFrame:
+def lost_worker_results(objectives: Sequence[str], n: int, error: BaseException) -> pd.DataFrame:
     """``n`` ``runtime_error`` results naming the worker whose death failed the task."""
     worker = getattr(getattr(error, "last_worker", None), "address", None) or "unknown"
     attempts = int(getattr(error, "allowed_failures", 0)) + 1

@@ -2,10 +2,10 @@
 
 Two methods share one interface (:meth:`GridOptimizer.run` -> optima table):
 
-- ``nsga2``: one pymoo NSGA-II per grid point, over integer design codes, with a pymoo ``Repair``
-  that maps every candidate to the nearest valid configuration *for that point's inputs*. All
-  points advance together through pymoo's ask/tell interface, so each generation costs one
-  batched surrogate prediction for the whole grid.
+- ``nsga2``: NSGA-II at every grid point, all points advanced together as one array of integer
+  design codes (:class:`~mlkaps_gpu.optimize._batched.BatchedNSGA2`): vectorised selection,
+  pymoo's SBX and polynomial mutation over all matings at once, repair to the nearest valid
+  configuration *for each point's inputs*, one batched surrogate prediction per generation.
 - ``exhaustive``: where the valid design set is enumerated, predict every valid configuration at
   every point (the exact optimum of the surrogate); chosen by ``auto`` when that is cheaper than
   the genetic algorithm's evaluations.
@@ -13,25 +13,14 @@ Two methods share one interface (:meth:`GridOptimizer.run` -> optima table):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from pymoo.algorithms.moo.nsga2 import NSGA2, binary_tournament
-from pymoo.core.duplicate import DefaultDuplicateElimination
-from pymoo.core.evaluator import Evaluator
-from pymoo.core.mating import Mating
-from pymoo.core.problem import Problem
-from pymoo.core.repair import Repair
-from pymoo.operators.crossover.sbx import SBX
-from pymoo.operators.mutation.pm import PM
-from pymoo.operators.repair.rounding import RoundingRepair
-from pymoo.operators.selection.tournament import TournamentSelection
-from pymoo.problems.static import StaticProblem
 
+from mlkaps_gpu.optimize._batched import BatchedNSGA2
 from mlkaps_gpu.space import Space
-from mlkaps_gpu.space._space import nearest_codes
 from mlkaps_gpu.surrogate import Surrogate
 
 Method = Literal["auto", "nsga2", "exhaustive"]
@@ -66,6 +55,8 @@ class GridOptimizer:
         population: int = 40,
         generations: int = 40,
         weights: Sequence[float] | None = None,
+        bounds: Mapping[str, float] | None = None,
+        window: int = 10,
         seed: int = 0,
         progress: Callable[[int, int], None] | None = None,
     ) -> None:
@@ -87,8 +78,18 @@ class GridOptimizer:
         self.population = population
         self.generations = generations
         self.weights = np.asarray(weights if weights is not None else [1.0] * len(objectives))
+        self.bounds = dict(bounds or {})
+        unknown_bounds = set(self.bounds) - set(self.objectives[1:])
+        if unknown_bounds:
+            raise ValueError(
+                f"bounds name {sorted(unknown_bounds)}: only secondary objectives "
+                f"{self.objectives[1:]} can be bounded"
+            )
+        self.window = window
         self.seed = seed
         self.progress = progress
+        self.fronts_: pd.DataFrame = pd.DataFrame()
+        self.statistics_: dict[str, Any] = {}
         self._design_numeric = [p.numeric(p.domain_values()) for p in space.design]
 
     # --------------------------------------------------------------------------- features
@@ -141,9 +142,21 @@ class GridOptimizer:
         return table
 
     def _choose(self, values: np.ndarray) -> int:
-        """Index of the configuration to ship among candidates (rows of objective values)."""
+        """Index of the configuration to ship among candidates (rows of objective values, all
+        minimised): the best primary objective within ``bounds`` on the others when bounds are
+        declared (the weighted rule when no candidate meets them), else the lowest weighted sum
+        of min-max normalised objectives."""
         if values.shape[1] == 1:
             return int(np.argmin(values[:, 0]))
+        if self.bounds:
+            within = np.ones(len(values), dtype=bool)
+            for name, bound in self.bounds.items():
+                index = self.objectives.index(name)
+                sign = -1.0 if self.directions[index] == "maximize" else 1.0
+                within &= values[:, index] <= sign * bound
+            if within.any():
+                primary = np.where(within, values[:, 0], np.inf)
+                return int(np.argmin(primary))
         low, high = values.min(axis=0), values.max(axis=0)
         scale = np.where(high > low, high - low, 1.0)
         score = ((values - low) / scale) @ self.weights
@@ -198,127 +211,73 @@ class GridOptimizer:
         self, surrogates: Sequence[Surrogate], grid: pd.DataFrame
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         space = self.space
-        input_features = space.features(grid, space.input_names)
-        n_points = len(grid)
-        n_design = len(space.design)
-        upper = (space.design_sizes - 1).astype(float)
-        problem = Problem(
-            n_var=n_design,
-            n_obj=len(self.objectives),
-            xl=np.zeros(n_design),
-            xu=upper,
-            vtype=int,
+        population = max(4, self.population + self.population % 2)
+        optimizer = BatchedNSGA2(
+            space,
+            population=population,
+            generations=self.generations,
+            window=self.window,
+            weights=list(self.weights) if len(self.objectives) > 1 else None,
+            seed=self.seed,
+            progress=self.progress,
         )
-        codes = np.zeros((n_points, n_design), dtype=np.int64)
+        result = optimizer.run(lambda features: self._predict(surrogates, features), grid)
+        self.statistics_ = {
+            "generations": result.generations,
+            "predictions": result.predictions,
+            "predict_seconds": result.predict_seconds,
+        }
+        n_points = len(grid)
+        codes = np.zeros((n_points, len(space.design)), dtype=np.int64)
         values = np.full((n_points, len(self.objectives)), np.nan)
-        n_valid = np.zeros(n_points, dtype=np.int64)
-        algorithms: list[tuple[int, Any]] = []
-        small: list[tuple[int, np.ndarray]] = []
-        root = np.random.SeedSequence(self.seed)
-        for point, seq in enumerate(root.spawn(n_points)):
-            rng = np.random.default_rng(seq)
-            point_inputs = grid.iloc[[point]].reset_index(drop=True)
-            valid = None
-            if space.enumerable:
-                valid = space.valid_design_codes(point_inputs.iloc[0].to_dict()).astype(np.int64)
-                n_valid[point] = len(valid)
-                if len(valid) == 0:
-                    continue
-                if len(valid) <= self.population:
-                    # fewer valid configurations than one population: predicting them all is
-                    # exact and cheaper than a genetic algorithm that cannot fill a population
-                    small.append((point, valid))
-                    continue
-                initial = valid[rng.choice(len(valid), size=self.population, replace=False)]
-            else:
-                repeated = pd.concat([point_inputs] * self.population, ignore_index=True)
-                initial, found = space.sample_designs(repeated, rng)
-                if not found.any():
-                    continue
-                n_valid[point] = -1  # unknown count, but at least one valid configuration
-                initial = initial[found]
-            repair = _PointRepair(space, point_inputs, valid)
-            algorithm = NSGA2(
-                pop_size=self.population,
-                sampling=initial.astype(float),
-                mating=Mating(
-                    selection=TournamentSelection(func_comp=binary_tournament),
-                    crossover=SBX(prob=0.9, eta=15, vtype=float, repair=RoundingRepair()),
-                    mutation=PM(eta=20, vtype=float, repair=RoundingRepair()),
-                    repair=repair,
-                    eliminate_duplicates=DefaultDuplicateElimination(),
-                    n_max_iterations=10,
-                ),
-                repair=repair,
-                eliminate_duplicates=True,
-            )
-            algorithm.setup(
-                problem,
-                termination=("n_gen", self.generations),
-                seed=int(rng.integers(2**31 - 1)),
-                verbose=False,
-            )
-            algorithms.append((point, algorithm))
-        for point, valid in small:
-            block = self._predict(
-                surrogates, self._features(np.repeat(input_features[[point]], len(valid), 0), valid)
-            )
-            index = self._choose(block)
-            codes[point], values[point] = valid[index], block[index]
-        # every evaluated candidate per point: the choice among them is made once, at the end,
-        # with the same (normalised, weighted) rule as the exhaustive method
-        evaluated: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
-        evaluator = Evaluator()
-        for generation in range(self.generations):
-            active = [(p, a) for p, a in algorithms if a.has_next()]
-            if not active:
-                break
-            asked = [(p, a, a.ask()) for p, a in active]
-            # an algorithm that can no longer produce new offspring terminates itself
-            active = [(p, a) for p, a, pop in asked if pop is not None and len(pop)]
-            populations = [pop for _, _, pop in asked if pop is not None and len(pop)]
-            if not active:
-                break
-            blocks = []
-            for (point, _), population in zip(active, populations, strict=True):
-                x = np.round(population.get("X")).astype(np.int64)
-                blocks.append(self._features(np.repeat(input_features[[point]], len(x), axis=0), x))
-            predicted = self._predict(surrogates, np.vstack(blocks))
-            start = 0
-            for (point, algorithm), population in zip(active, populations, strict=True):
-                block = predicted[start : start + len(population)]
-                start += len(population)
-                evaluator.eval(StaticProblem(problem, F=block), population)
-                algorithm.tell(infills=population)
-                x = np.round(population.get("X")).astype(np.int64)
-                evaluated.setdefault(point, []).append((x, block))
-            if self.progress:
-                self.progress(generation + 1, self.generations)
-        for point, parts in evaluated.items():
-            x = np.vstack([part[0] for part in parts])
-            block = np.vstack([part[1] for part in parts])
-            _, first = np.unique(x, axis=0, return_index=True)
-            first = np.sort(first)  # keep the first evaluation of each configuration, in order
-            index = first[self._choose(block[first])]
-            codes[point], values[point] = x[index], block[index]
+        n_valid = np.where(result.alive, -1, 0).astype(np.int64)
+        if space.enumerable:
+            for position, row in enumerate(_rows(grid)):
+                n_valid[position] = len(space.valid_design_codes(row))
+        fronts = []
+        for point in np.flatnonzero(result.alive):
+            candidates, candidate_codes = result.values[point], result.codes[point]
+            if len(self.objectives) > 1 and result.archive_values is not None:
+                assert result.archive_codes is not None
+                candidates = np.concatenate([candidates, result.archive_values[point]])
+                candidate_codes = np.concatenate([candidate_codes, result.archive_codes[point]])
+            finite = np.isfinite(candidates).all(axis=1)
+            index = self._choose(np.where(finite[:, None], candidates, np.inf))
+            codes[point], values[point] = candidate_codes[index], candidates[index]
+            if len(self.objectives) > 1:
+                for front_codes, front_values in _non_dominated(
+                    candidates[finite], candidate_codes[finite]
+                ):
+                    fronts.append((int(point), front_codes, front_values))
+        self.fronts_ = self._front_table(grid, fronts)
         return codes, values, n_valid
 
+    def _front_table(
+        self, grid: pd.DataFrame, fronts: list[tuple[int, np.ndarray, np.ndarray]]
+    ) -> pd.DataFrame:
+        if not fronts:
+            return pd.DataFrame()
+        points = np.array([f[0] for f in fronts])
+        table = self.space.assemble(
+            grid.iloc[points].reset_index(drop=True), np.array([f[1] for f in fronts])
+        )
+        table.insert(0, "point", points)
+        for index, name in enumerate(self.objectives):
+            sign = -1.0 if self.directions[index] == "maximize" else 1.0
+            table[f"predicted_{name}"] = sign * np.array([f[2][index] for f in fronts])
+        return table
 
-class _PointRepair(Repair):
-    """pymoo repair: round to codes, then nearest valid configuration for one input point."""
 
-    def __init__(self, space: Space, inputs: pd.DataFrame, valid: np.ndarray | None) -> None:
-        super().__init__()
-        self.space = space
-        self.inputs = inputs
-        self.valid = valid
-
-    def _do(self, problem: Any, X: np.ndarray, **kwargs: Any) -> np.ndarray:
-        codes = np.round(X).astype(np.int64)
-        if self.valid is not None:
-            return nearest_codes(codes, self.valid).astype(float)
-        repeated = pd.concat([self.inputs] * len(codes), ignore_index=True)
-        return self.space.repair_codes(repeated, codes).astype(float)
+def _non_dominated(values: np.ndarray, codes: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Distinct non-dominated (codes, values) pairs of one population (all minimised)."""
+    _, first = np.unique(codes, axis=0, return_index=True)
+    values, codes = values[first], codes[first]
+    keep = []
+    for index in range(len(values)):
+        dominated = np.all(values <= values[index], axis=1) & np.any(values < values[index], axis=1)
+        if not dominated.any():
+            keep.append(index)
+    return [(codes[i], values[i]) for i in keep]
 
 
 def _rows(table: pd.DataFrame) -> list[dict[str, Any]]:

@@ -1,18 +1,28 @@
 """Samplers: every one is a ``Sampler`` with ``ask``/``tell``."""
 
 from mlkaps_gpu.sampling._base import Sampler, SamplerError
-from mlkaps_gpu.sampling._ga_adaptive import GAAdaptiveSampler
+from mlkaps_gpu.sampling._bayes import BAYES_ACQUISITIONS, BayesianSampler
+from mlkaps_gpu.sampling._ga_adaptive import SUB_SAMPLERS, GAAdaptiveSampler
+from mlkaps_gpu.sampling._hvs import HVSrSampler, HVSSampler
 from mlkaps_gpu.sampling._random import LHSSampler, RandomSampler
 
 SAMPLERS: dict[str, type[Sampler]] = {
     "random": RandomSampler,
     "lhs": LHSSampler,
+    "hvs": HVSSampler,
+    "hvsr": HVSrSampler,
+    "bayes": BayesianSampler,
     "ga_adaptive": GAAdaptiveSampler,
 }
 
 __all__ = [
+    "BAYES_ACQUISITIONS",
     "SAMPLERS",
+    "SUB_SAMPLERS",
+    "BayesianSampler",
     "GAAdaptiveSampler",
+    "HVSSampler",
+    "HVSrSampler",
     "LHSSampler",
     "RandomSampler",
     "Sampler",

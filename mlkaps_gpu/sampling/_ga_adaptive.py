@@ -20,10 +20,14 @@ import pandas as pd
 
 from mlkaps_gpu.optimize import GridOptimizer
 from mlkaps_gpu.sampling._base import Sampler
+from mlkaps_gpu.sampling._bayes import BayesianSampler
+from mlkaps_gpu.sampling._hvs import HVSrSampler, HVSSampler
 from mlkaps_gpu.sampling._random import LHSSampler, RandomSampler
 from mlkaps_gpu.space import Space
 from mlkaps_gpu.surrogate import LightGBMSurrogate, Surrogate
 
+#: Names of the sub-samplers GA-Adaptive builds itself.
+SUB_SAMPLERS: tuple[str, ...] = ("lhs", "random", "hvs", "hvsr", "bayes")
 #: Largest valid design set ranked exhaustively per exploitation point.
 _EXHAUSTIVE_LIMIT = 200_000
 
@@ -40,7 +44,9 @@ class GAAdaptiveSampler(Sampler):
         bootstrap: fraction of the budget sampled by LHS before any exploitation.
         eps_initial: exploitation share right after the bootstrap.
         eps_final: exploitation share at the end of the budget.
-        sub_sampler: ``"lhs"`` or ``"random"``, or a Sampler factory ``(space, seed) -> Sampler``.
+        sub_sampler: ``"lhs"``, ``"random"``, ``"hvs"``, ``"hvsr"`` or ``"bayes"``, or a Sampler
+            factory ``(space, seed) -> Sampler``. The sub-sampler is told every measurement (the
+            adaptive ones learn from them) and learns the same ``objective``.
         surrogate_factory: builds the surrogate refitted before each batch.
         feature_space: the space whose feature encoding the surrogate uses (default: ``space``;
             a campaign that samples a restricted space, e.g. one architecture of several,
@@ -86,8 +92,17 @@ class GAAdaptiveSampler(Sampler):
         elif sub_sampler in ("lhs", "random"):
             kind = LHSSampler if sub_sampler == "lhs" else RandomSampler
             self.sub_sampler = kind(space, seed=seed + 1)
+        elif sub_sampler in ("hvs", "hvsr"):
+            adaptive = HVSSampler if sub_sampler == "hvs" else HVSrSampler
+            self.sub_sampler = adaptive(space, seed=seed + 1, objective=objective)
+        elif sub_sampler == "bayes":
+            self.sub_sampler = BayesianSampler(
+                space, seed=seed + 1, objective=objective, maximize=maximize
+            )
         else:
-            raise ValueError(f"unknown sub_sampler {sub_sampler!r} (allowed: lhs, random)")
+            raise ValueError(
+                f"unknown sub_sampler {sub_sampler!r} (allowed: {', '.join(SUB_SAMPLERS)})"
+            )
         self.bootstrap_sampler = LHSSampler(space, seed=seed + 2)
         self.surrogate_factory = surrogate_factory or (
             lambda: LightGBMSurrogate(
@@ -109,7 +124,7 @@ class GAAdaptiveSampler(Sampler):
     def _tell(self, told: pd.DataFrame) -> None:
         self.n_told += len(told)
         rows = told[self.space.names]
-        self.sub_sampler._seen.update(self.space.key(rows))
+        self.sub_sampler.tell(rows, told.drop(columns=self.space.names))
         self.bootstrap_sampler._seen.update(self.space.key(rows))
 
     def _ask(self, n: int, rng: np.random.Generator) -> pd.DataFrame:

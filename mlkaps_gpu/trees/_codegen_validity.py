@@ -208,14 +208,18 @@ class ValidityWriter:
         if parameter.kind == "bool":
             tests = [f"({argument} != 0) == {int(bool(v))}" for v in domain.tolist()]
             return "(" + " || ".join(tests) + ")"
-        literal = long_long_literal if parameter.kind == "int" else double_literal
+
+        def literal(value: float) -> str:
+            if parameter.kind == "int":
+                return long_long_literal(int(value))
+            return double_literal(value)
+
         if parameter.values is not None:
             tests = [f"{argument} == {literal(v)}" for v in domain.tolist()]
             return "(" + " || ".join(tests) + ")"
         bounds = clamp_bounds(parameter)
         assert bounds is not None
-        low, high = (literal(int(b)) if parameter.kind == "int" else literal(b) for b in bounds)
-        return f"({argument} >= {low} && {argument} <= {high})"
+        return f"({argument} >= {literal(bounds[0])} && {argument} <= {literal(bounds[1])})"
 
     def _as_double(self, parameter: Parameter, argument: str) -> str:
         if parameter.kind == "categorical":
@@ -240,10 +244,10 @@ class ValidityWriter:
         for parameter, names in zip(self.model.inputs, self.plan.inputs, strict=True):
             test = self._input_domain_test(parameter, names.argument)
             lines += [f"{INDENT}if (!{test}) {{", f"{INDENT * 2}return 0;", f"{INDENT}}}"]
-        for index, names in enumerate(self.plan.outputs):
+        for index, output in enumerate(self.plan.outputs):
             function = self.names.code_functions[index]
             lines += [
-                f"{INDENT}if ({function}({config}->{names.field}) < 0) {{",
+                f"{INDENT}if ({function}({config}->{output.field}) < 0) {{",
                 f"{INDENT * 2}return 0;",
                 f"{INDENT}}}",
             ]

@@ -21,11 +21,10 @@
 2. *Leaf choice.* Per leaf, the candidates are the distinct optimal configurations of its points;
    the leaf gets the candidate valid on the leaf's whole region (checked at the region's extreme
    and interior probe points and at the leaf's points, see :mod:`mlkaps_gpu.trees._regions`)
-   with the lowest total predicted relative regret over the leaf's points. If none is valid
-   there, the most frequent optima of all points are tried, then the combinations of the
-   constrained parameters nearest to the leaf's best candidate (``repair``); if still none is
-   valid the best candidate is kept and the run-time check of the header falls back (reported
-   in ``leaves_``).
+   with the lowest total predicted relative regret over the leaf's points. Where none is valid
+   on the whole region, the region is split further at the exact boundary where the best
+   candidate stops being valid, or the leaf gets the best valid alternative
+   (:mod:`mlkaps_gpu.trees._leaf_choice`); ``leaves_`` says which.
 """
 
 from __future__ import annotations
@@ -36,8 +35,9 @@ import numpy as np
 import pandas as pd
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
+from mlkaps_gpu.trees._leaf_choice import LeafChoice, graft, plan_leaves
 from mlkaps_gpu.trees._model import DecisionModel, LeafOutput, TreeStructure
-from mlkaps_gpu.trees._regions import leaf_boxes, region_probes
+from mlkaps_gpu.trees._regions import leaf_boxes
 from mlkaps_gpu.trees._regret import RegretOracle
 from mlkaps_gpu.trees._regret_tree import grow_regret_tree, merge_equal_leaves
 from mlkaps_gpu.trees._selector import FitContext, Selector, design_codes
@@ -62,9 +62,10 @@ class JointSelector(Selector):
     Attributes (after ``fit``):
         tree_: the partition: a :class:`TreeStructure` (``regret``) or the fitted
             scikit-learn estimator.
-        leaves_: one row per leaf: points, candidates, chosen configuration's total and mean
-            regret over the leaf's points, and where it came from (``leaf``, ``pool``,
-            ``repair``, or ``unchecked`` when no candidate was valid on the whole region).
+        leaves_: one row per leaf of the partition (several where it was split for validity):
+            points, candidates, the configuration's total and mean regret over the partition
+            leaf's points, and where it came from (``leaf``, ``split``, ``pool``, ``repair``,
+            or ``unchecked`` when no configuration is valid on the whole region).
     """
 
     def __init__(
@@ -90,17 +91,22 @@ class JointSelector(Selector):
     def _fit_model(
         self, features: np.ndarray, optima: pd.DataFrame, context: FitContext
     ) -> DecisionModel:
-        if context.space is None or context.score is None:
+        if context.space is None or (context.score is None and context.oracle is None):
             raise ValueError(
                 "JointSelector.fit needs space= (the search space) and score= (the predicted "
-                "objective of rows of inputs + design)"
+                "objective of rows of inputs + design) or oracle="
             )
         if self.partition not in PARTITIONS:
             raise ValueError(f"unknown partition {self.partition!r} (allowed: {PARTITIONS})")
         if self.max_candidates < 1:
             raise ValueError("max_candidates must be >= 1")
         space = context.space
-        oracle = context.oracle or RegretOracle(optima, space, context.score)
+        oracle = context.oracle
+        if oracle is None:
+            assert context.score is not None
+            oracle = RegretOracle(optima, space, context.score)
+        if oracle.n_points != len(optima):
+            raise ValueError(f"the oracle has {oracle.n_points} points, the optima {len(optima)}")
         codes = np.column_stack([design_codes(optima, p) for p in self.design_])
         configurations, inverse, counts = np.unique(
             codes, axis=0, return_inverse=True, return_counts=True
@@ -117,29 +123,41 @@ class JointSelector(Selector):
         validity = Validity.build(
             self.inputs_, self.design_, [c.source for c in space.constraints], optima_codes=codes
         )
+        features32 = features.astype(np.float32).astype(np.float64)
         lower, upper = leaf_boxes(structure, len(self.inputs_))
-        chosen = np.zeros((structure.n_leaves, len(self.design_)), dtype=np.int64)
+        plans = []
         rows = []
         for leaf in range(structure.n_leaves):
             points = np.flatnonzero(leaf_of == leaf)
             local, local_counts = np.unique(inverse[points], return_counts=True)
             local = local[np.argsort(-local_counts, kind="stable")][: self.max_candidates]
-            probes = self._probes(validity, lower[leaf], upper[leaf], points, oracle)
-            choice = _LeafChoice(self, oracle, validity, points, probes)
-            chosen[leaf], total, source = choice.best(
-                configurations[local], configurations[by_frequency]
+            choice = LeafChoice(
+                oracle,
+                validity,
+                self.inputs_,
+                features32,
+                points,
+                max_candidates=self.max_candidates,
+                max_probes=self.max_probes,
             )
-            rows.append(
-                {
-                    "leaf": leaf,
-                    "points": len(points),
-                    "candidates": len(local),
-                    "total_regret": total,
-                    "mean_regret": total / max(1, len(points)),
-                    "source": source,
-                }
+            plan = choice.plan(
+                configurations[local], configurations[by_frequency], lower[leaf], upper[leaf]
             )
+            plans.append(plan)
+            for part in plan_leaves(plan):
+                rows.append(
+                    {
+                        "leaf": leaf,
+                        "points": len(points),
+                        "candidates": len(local),
+                        "total_regret": part.total,
+                        "mean_regret": part.total / max(1, len(points)),
+                        "source": part.source,
+                    }
+                )
         self.leaves_ = pd.DataFrame(rows)
+        structure, leaves = graft(structure, plans)
+        chosen = np.array([leaf.codes for leaf in leaves], dtype=np.int64)
         structure, chosen = merge_equal_leaves(structure, chosen)
         outputs = tuple(
             LeafOutput(parameter, 0, chosen[:, index])
@@ -176,6 +194,7 @@ class JointSelector(Selector):
         regret = oracle.columns(columns)
         owner = np.repeat(points, len(columns))
         valid = oracle.valid(owner, np.tile(columns, (len(points), 1))).reshape(regret.shape)
+        valid &= np.isfinite(regret)  # a configuration the score cannot predict counts as invalid
         if self.partition == "regret":
             target = np.where(valid, regret, self.regret_cap)
             return grow_regret_tree(
@@ -188,94 +207,3 @@ class JointSelector(Selector):
             valid, np.clip(regret, -self.regret_cap, self.regret_cap), self.regret_cap
         )
         return DecisionTreeRegressor(**options).fit(features, target)
-
-    def _probes(
-        self,
-        validity: Validity,
-        lower: np.ndarray,
-        upper: np.ndarray,
-        points: np.ndarray,
-        oracle: RegretOracle,
-    ) -> dict[str, np.ndarray] | None:
-        """Constrained-input columns where a leaf's configuration must be valid: the region's
-        probe points and the leaf's own points (None: no check needed)."""
-        if not validity.constraints or not validity.constrained_design:
-            return None
-        positions = validity.constrained_inputs
-        region = region_probes(self.inputs_, lower, upper, positions, max_probes=self.max_probes)
-        table = oracle.inputs.iloc[points]
-        columns: dict[str, np.ndarray] = {}
-        for position in positions:
-            parameter = self.inputs_[position]
-            values = list(table[parameter.name]) + list((region or {}).get(parameter.name, []))
-            kind = object if parameter.kind == "categorical" else np.float64
-            columns[parameter.name] = np.asarray(
-                parameter.numeric(values) if kind is np.float64 else values, dtype=kind
-            )
-        if positions and len(columns[self.inputs_[positions[0]].name]) == 0:
-            return None
-        return columns
-
-
-class _LeafChoice:
-    """The configuration of one leaf (see the module docstring)."""
-
-    def __init__(
-        self,
-        selector: JointSelector,
-        oracle: RegretOracle,
-        validity: Validity,
-        points: np.ndarray,
-        probes: dict[str, np.ndarray] | None,
-    ) -> None:
-        self.selector = selector
-        self.oracle = oracle
-        self.validity = validity
-        self.points = points
-        self.probes = probes
-
-    def valid_everywhere(self, candidates: np.ndarray) -> np.ndarray:
-        """Which candidates (full codes) satisfy every constraint at every probe point."""
-        if self.probes is None:
-            return np.ones(len(candidates), dtype=bool)
-        n_probes = len(next(iter(self.probes.values()))) if self.probes else 1
-        owner = np.repeat(np.arange(len(candidates)), n_probes)
-        columns = {name: np.tile(values, len(candidates)) for name, values in self.probes.items()}
-        satisfied = self.validity.satisfied(columns, candidates[owner])
-        return satisfied.reshape(len(candidates), n_probes).all(axis=1)
-
-    def totals(self, candidates: np.ndarray) -> np.ndarray:
-        """Total predicted relative regret of each candidate over the leaf's points."""
-        return self.oracle.matrix(self.points, candidates).sum(axis=0)
-
-    def best(self, local: np.ndarray, frequent: np.ndarray) -> tuple[np.ndarray, float, str]:
-        """``(codes, total regret, source)`` of the leaf's configuration."""
-        totals = self.totals(local)
-        valid = self.valid_everywhere(local)
-        if valid.any():
-            index = int(np.argmin(np.where(valid, totals, np.inf)))
-            return local[index], float(totals[index]), "leaf"
-        fallback = local[int(np.argmin(totals))]
-        limit = self.selector.max_candidates
-        pool = frequent[self.valid_everywhere(frequent)][:limit]
-        if len(pool):
-            pool_totals = self.totals(pool)
-            index = int(np.argmin(pool_totals))
-            return pool[index], float(pool_totals[index]), "pool"
-        repaired = self._repairs(fallback)[:limit]
-        if len(repaired):
-            repair_totals = self.totals(repaired)
-            index = int(np.argmin(repair_totals))
-            return repaired[index], float(repair_totals[index]), "repair"
-        return fallback, float(np.min(totals)), "unchecked"
-
-    def _repairs(self, codes: np.ndarray) -> np.ndarray:
-        """Configurations equal to ``codes`` except for the constrained parameters, valid on
-        the region, nearest first (sum of code distances)."""
-        positions = list(self.validity.constrained_design)
-        alternatives = self.validity.candidate_codes()
-        trials = np.repeat(codes[None, :], len(alternatives), axis=0)
-        trials[:, positions] = alternatives
-        trials = trials[self.valid_everywhere(trials)]
-        distance = np.abs(trials[:, positions] - codes[positions]).sum(axis=1)
-        return trials[np.argsort(distance, kind="stable")]

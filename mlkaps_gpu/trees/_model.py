@@ -98,6 +98,18 @@ class TreeStructure:
         return int(np.count_nonzero(self.children_left == -1))
 
     @property
+    def depth(self) -> int:
+        """Longest root-to-leaf path, in splits (0 for a single leaf)."""
+        deepest, stack = 0, [(0, 0)]
+        while stack:
+            node, depth = stack.pop()
+            deepest = max(deepest, depth)
+            if self.children_left[node] != -1:
+                stack.append((int(self.children_left[node]), depth + 1))
+                stack.append((int(self.children_right[node]), depth + 1))
+        return deepest
+
+    @property
     def n_features_used(self) -> int:
         split = self.children_left != -1
         return int(self.feature[split].max()) + 1 if split.any() else 0

@@ -229,7 +229,7 @@ class NamePlan:
             yield from names.enum_constants
         for output in self.outputs:
             yield output.value_function
-        names = self.validity
-        yield from (names.tree_select, names.is_valid, names.satisfies, names.fallback)
-        yield names.pymod
-        yield from (*names.code_functions, *names.value_of_code, *names.candidate_functions)
+        validity = self.validity
+        yield from (validity.tree_select, validity.is_valid, validity.satisfies)
+        yield from (validity.fallback, validity.pymod, *validity.code_functions)
+        yield from (*validity.value_of_code, *validity.candidate_functions)

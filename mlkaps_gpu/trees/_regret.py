@@ -116,9 +116,19 @@ class RegretOracle:
         """Regret of every configuration (rows of codes) at every point: points x configs."""
         points = np.asarray(points, dtype=np.int64)
         configurations = np.asarray(configurations, dtype=np.int64)
-        owner = np.repeat(points, len(configurations))
-        tiled = np.tile(configurations, (len(points), 1))
-        return self.regret(owner, tiled).reshape(len(points), len(configurations))
+        out = np.empty((len(points), len(configurations)))
+        cached = [self._cache.get(self._key(c)) for c in configurations]
+        missing = [i for i, column in enumerate(cached) if column is None]
+        for index, column in enumerate(cached):
+            if column is not None:
+                out[:, index] = column[points]
+        if missing:
+            block = configurations[missing]
+            owner = np.repeat(points, len(block))
+            values = self._score(owner, np.tile(block, (len(points), 1)))
+            regret = relative_regret(values, self.reference[owner])
+            out[:, missing] = regret.reshape(len(points), len(block))
+        return out
 
     def valid(self, points: np.ndarray, codes: np.ndarray) -> np.ndarray:
         """Whether configuration ``codes[i]`` satisfies the constraints at ``points[i]``."""

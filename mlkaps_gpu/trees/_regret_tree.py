@@ -124,11 +124,11 @@ def grow_regret_tree(
 
     grow(np.arange(len(features)), 0)
     return TreeStructure(
-        children_left=left,
-        children_right=right,
-        feature=feature,
-        threshold=threshold,
-        nan_goes_left=nan_left,
+        children_left=np.array(left),
+        children_right=np.array(right),
+        feature=np.array(feature),
+        threshold=np.array(threshold),
+        nan_goes_left=np.array(nan_left),
     )
 
 
@@ -183,10 +183,10 @@ def merge_equal_leaves(
 
     copy(0)
     smaller = TreeStructure(
-        children_left=lefts,
-        children_right=rights,
-        feature=features,
-        threshold=thresholds,
-        nan_goes_left=nan_left,
+        children_left=np.array(lefts),
+        children_right=np.array(rights),
+        feature=np.array(features),
+        threshold=np.array(thresholds),
+        nan_goes_left=np.array(nan_left),
     )
     return smaller, np.array(rows, dtype=np.int64).reshape(len(rows), leaf_codes.shape[1])

@@ -293,17 +293,26 @@ def boundary_inputs(
     For each input, the special values are every threshold on it, the float32 values around
     each threshold and the midpoints where float32 rounding flips (floored and ceiled to
     integers +-1 for int inputs), the domain ends, integers past 2**24, 2**53 and the int64
-    limits, and for float inputs signed zeros, subnormals, float32 overflow, inf and NaN.
+    limits, and for float inputs signed zeros, subnormals, float32 overflow, inf and NaN. For
+    an input some constraint mentions, the numeric values of the constrained design parameters
+    (and their neighbours) count as thresholds too: the run-time check may flip there.
     Each special value appears in ``repeats`` rows whose other inputs are random; then
     ``n_random`` rows mix random domain points with special values.
     """
     model = _model_of(selector)
+    # values where a constraint on an input may flip: the numeric design values
+    flips = np.empty(0)
+    if model.validity is not None:
+        numeric = [p for p in model.validity.constrained_params if p.kind in ("int", "float")]
+        flips = np.concatenate([np.empty(0), *(p.numeric(p.domain_values()) for p in numeric)])
     specials = []
     for index, parameter in enumerate(model.inputs):
         thresholds = [
             tree.threshold[(tree.children_left != -1) & (tree.feature == index)]
             for tree in model.trees
         ]
+        if model.validity is not None and index in model.validity.constrained_inputs:
+            thresholds.append(flips)
         unique = np.unique(np.concatenate(thresholds)) if thresholds else np.empty(0)
         specials.append(_special_values(parameter, unique))
 

@@ -53,7 +53,7 @@ def faulty(cache: Path):
         threads="T",
         check=check_faulty,
         timing=FAST,
-        timeout_s=1.5,
+        timeout_s=3.0,
         cache_dir=cache,
     )
     yield executor

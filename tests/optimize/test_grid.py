@@ -275,7 +275,7 @@ def test_nsga2_two_objectives_uses_the_weighted_rule() -> None:
     space = make_space()
     grid = pd.DataFrame({"n": [24, 48]})
     surrogates = [Analytic(time_model), Analytic(energy_model)]
-    common = {"objectives": ["time", "energy"], "population": 20, "generations": 8, "seed": 4}
+    common = {"objectives": ["time", "energy"], "population": 20, "generations": 30, "seed": 4}
     by_time = GridOptimizer(space, method="nsga2", weights=[1, 0], **common).run(surrogates, grid)  # type: ignore[arg-type]
     by_energy = GridOptimizer(space, method="nsga2", weights=[0, 1], **common).run(  # type: ignore[arg-type]
         surrogates, grid

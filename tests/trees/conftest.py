@@ -8,8 +8,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from mlkaps_gpu.space import Space
 from mlkaps_gpu.space._parameters import Parameter
-from mlkaps_gpu.trees import DecisionModel, LeafOutput, PerParameterSelector, TreeStructure
+from mlkaps_gpu.trees import (
+    DecisionModel,
+    JointSelector,
+    LeafOutput,
+    PerParameterSelector,
+    TreeStructure,
+)
 
 N = Parameter("n", "int", low=1, high=2**30, log=True)
 GPU = Parameter("gpu", "categorical", values=("A100", "W6600"))
@@ -138,4 +145,81 @@ def tiny_model() -> DecisionModel:
             LeafOutput(ratio, 3, [0, 3, 4]),
         ),
         description="hand-built test model",
+    )
+
+
+# --------------------------------------------------------------- a constrained synthetic space
+C_N = Parameter("n", "int", low=16, high=4096, log=True)
+C_DENSITY = Parameter("density", "float", low=0.0, high=1.0)
+C_BLOCK = Parameter("block", "int", values=(16, 32, 64, 128, 256))
+CONSTRAINTS = (
+    "block <= n",
+    "unroll * block <= 2048",
+    "algo != 'naive' or block % 64 == 0",
+    "use_shared or density < 0.75",
+)
+
+
+def constrained_space() -> Space:
+    return Space([C_N, GPU, C_DENSITY], [C_BLOCK, ALGO, SHARED, UNROLL], CONSTRAINTS)
+
+
+def synthetic_time(table: pd.DataFrame) -> np.ndarray:
+    """A smooth cost whose optimum moves with every input (block with n, unroll with density,
+    algo with the GPU and n, use_shared with density)."""
+    n = table["n"].to_numpy(dtype=float)
+    density = table["density"].to_numpy(dtype=float)
+    block = table["block"].to_numpy(dtype=float)
+    unroll = table["unroll"].to_numpy(dtype=float)
+    algo = table["algo"].to_numpy()
+    a100 = (table["gpu"] == "A100").to_numpy()
+    shared = table["use_shared"].to_numpy(dtype=bool)
+    size = 1.0 + 0.5 * np.abs(np.log2(block) - np.log2(n))
+    unrolling = 1.0 + 0.05 * np.abs(unroll - (2.0 + 14.0 * density))
+    algo_factor = np.select(
+        [algo == "tiled", algo == "panel-recursive"],
+        [np.where(a100, 1.0, 1.1), np.where(n > 500, 1.02, 1.2)],
+        np.where(n < 100, 0.95, 1.5),
+    )
+    shared_factor = np.where(shared, np.where(density > 0.5, 0.9, 1.05), 1.0)
+    return 1e-3 * n * size * unrolling * algo_factor * shared_factor
+
+
+def exhaustive_optima(space: Space, cost, grid: pd.DataFrame) -> pd.DataFrame:
+    """The least-cost valid configuration at every grid point."""
+    rows = []
+    for point in range(len(grid)):
+        inputs = grid.iloc[[point]]
+        valid = space.valid_design_codes({n: inputs[n].iloc[0] for n in space.constrained_inputs})
+        table = space.assemble(inputs.iloc[np.zeros(len(valid), dtype=int)], valid)
+        rows.append(table.iloc[int(np.argmin(cost(table)))])
+    optima = pd.DataFrame(rows).reset_index(drop=True)
+    return optima.astype({n: space.parameters[n].dtype for n in space.names})
+
+
+@pytest.fixture(scope="session")
+def constrained() -> SimpleNamespace:
+    """A space with input-dependent constraints, its cost model and exhaustive optima."""
+    space = constrained_space()
+    grid = space.grid({"n": 12, "gpu": 2, "density": 5})
+    return SimpleNamespace(
+        space=space, score=synthetic_time, optima=exhaustive_optima(space, synthetic_time, grid)
+    )
+
+
+@pytest.fixture(scope="session")
+def joint_selector(constrained: SimpleNamespace) -> JointSelector:
+    space = constrained.space
+    return JointSelector(max_depth=6).fit(
+        constrained.optima, space.inputs, space.design, space=space, score=constrained.score
+    )
+
+
+@pytest.fixture(scope="session")
+def checked_selector(constrained: SimpleNamespace) -> PerParameterSelector:
+    """Shallow per-parameter trees over the constrained space: their raw combinations violate
+    constraints, so the header's run-time check and fallback matter."""
+    space = constrained.space
+    return PerParameterSelector(max_depth=3).fit(
+        constrained.optima, space.inputs, space.design, space=space
     )

@@ -65,7 +65,15 @@ def model_of(fixture: str, request: pytest.FixtureRequest) -> DecisionModel:
     return value if isinstance(value, DecisionModel) else value.model_
 
 
-HEADERS = ["selector", "density_selector", "tiny_model", "odd_names_selector", "constant_selector"]
+HEADERS = [
+    "selector",
+    "density_selector",
+    "tiny_model",
+    "odd_names_selector",
+    "constant_selector",
+    "joint_selector",
+    "checked_selector",
+]
 
 
 def header_of(fixture: str, request: pytest.FixtureRequest, prefix: str = "mlkaps") -> str:
@@ -160,7 +168,7 @@ def test_compiles_as_strict_cxx17(fixture: str, request, strict_cxx, tmp_path) -
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not found")
-@pytest.mark.parametrize("fixture", ["selector", "density_selector"])
+@pytest.mark.parametrize("fixture", ["selector", "density_selector", "joint_selector"])
 def test_compiles_with_nvcc(fixture: str, request, tmp_path) -> None:
     body = example_call(model_of(fixture, request), "mlkaps", cuda=True)
     command = ["nvcc", "-std=c++17", "-Werror", "all-warnings", "-Xcompiler", "-Wall,-Wextra"]

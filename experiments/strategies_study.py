@@ -1,0 +1,285 @@
+"""Every per-input strategy, constraint-aware and unaware, on the replayed convolution.
+
+For each of the five complete GPUs (A100, A4000, MI250X, W6600, W7800), each strategy and each
+seed, one run at the largest budget; since no strategy's behaviour depends on its budget, the
+run's first k evaluations are the run of budget k, so one run gives the whole curve. Scored with
+the methodology of Willemsen et al. (``mlkaps_gpu.analysis.methodology``): the best value found
+after k evaluations, standardised between the expected best of random search without
+replacement (0) and the optimum (1), averaged over every budget of the range and the GPUs.
+
+Failed and invalid evaluations count against the budget (our convention). The unaware
+evolutionary strategies are also run under Kernel Tuner's convention, where a constraint
+violation is not measured and costs nothing (rows ``... (free invalid)``).
+
+    MLKAPS_GPU_DATA=/work/shared/data/replay python experiments/strategies_study.py [--quick]
+
+Writes ``experiments/results/strategies.md`` (tables), ``strategies_scores.csv`` (the scores),
+``strategies_runs.csv`` (best value per run and budget) and ``strategies_fraction.png``
+(fraction-of-optimum curves).
+"""
+
+from __future__ import annotations
+
+import os
+
+# small matrices everywhere: BLAS threads only fight over the shared cores
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import argparse  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from mlkaps_gpu.analysis import SpaceReference, budget_range, curves  # noqa: E402
+from mlkaps_gpu.campaign import parse_config  # noqa: E402
+from mlkaps_gpu.campaign._setup import prepare  # noqa: E402
+from mlkaps_gpu.optimize.strategies import STRATEGIES, TabulatedObjective  # noqa: E402
+
+CONFIG = Path(__file__).parent / "configs" / "convolution_replay.toml"
+RESULTS = Path(__file__).parent / "results"
+GPUS = ("A100", "A4000", "MI250X", "W6600", "W7800")
+UNAWARE = ("genetic_algorithm", "differential_evolution", "particle_swarm", "firefly")
+REPORT_BUDGETS = (25, 50, 100, 200, 400)
+FREE = " (free invalid)"
+
+
+def load_spaces() -> tuple[object, dict[str, TabulatedObjective], dict[str, SpaceReference]]:
+    config = parse_config(CONFIG.read_text(), path=CONFIG, label=CONFIG.name)
+    setup = prepare(config)
+    space = setup.space
+    objectives, references = {}, {}
+    for gpu in GPUS:
+        objective = TabulatedObjective.from_replay(setup.executor, space, {"gpu": gpu})  # type: ignore[arg-type]
+        # random search draws from every constraint-valid configuration, failed ones included
+        values, _ = objective.evaluate_codes(space.valid_design_codes({"gpu": gpu}))
+        objectives[gpu] = objective
+        references[gpu] = SpaceReference(gpu, values)
+    return space, objectives, references
+
+
+def variants(names: list[str]) -> list[tuple[str, str, bool]]:
+    """(row label, registry name, count_invalid) of every run variant."""
+    out = [(name, name, True) for name in names]
+    out += [(name + FREE, name, False) for name in names if name.endswith("_unaware")]
+    return out
+
+
+def run_all(
+    space: object,
+    objectives: dict[str, TabulatedObjective],
+    rows: list[tuple[str, str, bool]],
+    seeds: int,
+    budget: int,
+) -> dict[tuple[str, str], list[np.ndarray]]:
+    traces: dict[tuple[str, str], list[np.ndarray]] = {}
+    started = time.perf_counter()
+    for position, (label, name, count_invalid) in enumerate(rows):
+        clock = time.perf_counter()
+        for gpu_index, gpu in enumerate(GPUS):
+            for seed in range(seeds):
+                rng = np.random.default_rng([seed, gpu_index, _stable_hash(name)])
+                result = STRATEGIES[name]().run(
+                    objectives[gpu],
+                    space,  # type: ignore[arg-type]
+                    {"gpu": gpu},
+                    budget,
+                    rng,
+                    count_invalid=count_invalid,
+                )
+                traces.setdefault((label, gpu), []).append(result.values)
+        print(
+            f"[{position + 1}/{len(rows)}] {label}: {time.perf_counter() - clock:.1f} s "
+            f"(total {time.perf_counter() - started:.0f} s)",
+            file=sys.stderr,
+        )
+    return traces
+
+
+def _stable_hash(text: str) -> int:
+    """A seed component from a name that does not change between Python runs."""
+    return int.from_bytes(text.encode()[:8].ljust(8, b"\0"), "little") % (2**32)
+
+
+def summarise(
+    traces: dict[tuple[str, str], list[np.ndarray]],
+    references: dict[str, SpaceReference],
+    labels: list[str],
+    budgets: np.ndarray,
+) -> tuple[pd.DataFrame, dict[str, dict[str, tuple[np.ndarray, np.ndarray]]]]:
+    scores = pd.DataFrame(index=labels, columns=[*GPUS, "mean"], dtype=float)
+    fractions: dict[str, dict[str, tuple[np.ndarray, np.ndarray]]] = {g: {} for g in GPUS}
+    for label in labels:
+        for gpu in GPUS:
+            result = curves(traces[(label, gpu)], references[gpu], budgets)
+            scores.loc[label, gpu] = result.score
+            fractions[gpu][label] = (budgets, result.fraction)
+        scores.loc[label, "mean"] = scores.loc[label, list(GPUS)].mean()
+    return scores, fractions
+
+
+def markdown(frame: pd.DataFrame, digits: int = 3) -> str:
+    header = "| " + " | ".join([frame.index.name or "", *map(str, frame.columns)]) + " |"
+    lines = [header, "|" + "---|" * (len(frame.columns) + 1)]
+    for index, row in frame.iterrows():
+        cells = [f"{v:+.{digits}f}" if isinstance(v, float) else str(v) for v in row]
+        lines.append(f"| {index} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--budget-min", type=int, default=25)
+    parser.add_argument("--budget-max", type=int, default=400)
+    parser.add_argument("--strategies", nargs="+", default=list(STRATEGIES))
+    parser.add_argument("--quick", action="store_true", help="2 seeds, budgets 25..100")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args()
+    if not os.environ.get("MLKAPS_GPU_DATA"):
+        print("MLKAPS_GPU_DATA is not set: point it at the replay data folder", file=sys.stderr)
+        return 2
+    unknown = [name for name in args.strategies if name not in STRATEGIES]
+    if unknown:
+        print(f"unknown strategies {unknown}; known: {list(STRATEGIES)}", file=sys.stderr)
+        return 2
+    if args.quick:
+        args.seeds, args.budget_max = 2, 100
+    suffix = "_quick" if args.quick else ""
+    started = time.perf_counter()
+    space, objectives, references = load_spaces()
+    rows = variants(args.strategies)
+    labels = [label for label, _, _ in rows]
+    traces = run_all(space, objectives, rows, args.seeds, args.budget_max)
+    budgets = budget_range(args.budget_min, args.budget_max)
+    scores, fractions = summarise(traces, references, labels, budgets)
+    elapsed = time.perf_counter() - started
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    report = [
+        f"# strategies_study.py{' --quick' if args.quick else ''}",
+        "",
+        f"Replayed convolution, GPUs {', '.join(GPUS)}; {args.seeds} seeds per strategy and GPU; "
+        f"one run of budget {args.budget_max} per seed (a run's prefix of k evaluations is its "
+        f"run of budget k). Failed and invalid evaluations count against the budget unless the "
+        f"row says 'free invalid' (Kernel Tuner's convention). Total time {elapsed:.0f} s.",
+        "",
+        f"## Performance score (budgets {args.budget_min}..{args.budget_max}; random search "
+        "without replacement = 0, optimum = 1)",
+        "",
+        markdown(scores.sort_values("mean", ascending=False).rename_axis("strategy")),
+        "",
+        "## Constraint awareness: score of the aware form minus the unaware form",
+        "",
+        markdown(awareness(scores).rename_axis("algorithm")),
+        "",
+        "## Mean fraction of optimum over the GPUs, per budget",
+        "",
+        markdown(fraction_table(fractions, labels, budgets).rename_axis("strategy")),
+        "",
+    ]
+    (args.out / f"strategies{suffix}.md").write_text("\n".join(report), encoding="utf-8")
+    runs_table(traces, references).to_csv(args.out / f"strategies_runs{suffix}.csv", index=False)
+    scores.rename_axis("strategy").to_csv(args.out / f"strategies_scores{suffix}.csv")
+    plot(fractions, labels, args.out / f"strategies_fraction{suffix}.png")
+    print("\n".join(report))
+    return 0
+
+
+def awareness(scores: pd.DataFrame) -> pd.DataFrame:
+    rows = {}
+    for name in UNAWARE:
+        unaware = name + "_unaware"
+        if name not in scores.index or unaware not in scores.index:
+            continue
+        for label, other in ((name, unaware), (f"{name} vs free invalid", unaware + FREE)):
+            if other not in scores.index:
+                continue
+            aware_score, unaware_score = scores.loc[name, "mean"], scores.loc[other, "mean"]
+            rows[label] = {
+                "aware": aware_score,
+                "unaware": unaware_score,
+                "difference": aware_score - unaware_score,
+                "relative": (aware_score - unaware_score) / abs(unaware_score)
+                if unaware_score
+                else np.nan,
+            }
+    table = pd.DataFrame(rows).T
+    if len(table):
+        for kind in ("", " vs free invalid"):
+            keys = [k for k in table.index if k.endswith(kind) and (kind or "vs" not in k)]
+            if keys:
+                table.loc[f"mean{kind}"] = table.loc[keys].mean()
+    return table
+
+
+def fraction_table(
+    fractions: dict[str, dict[str, tuple[np.ndarray, np.ndarray]]],
+    labels: list[str],
+    budgets: np.ndarray,
+) -> pd.DataFrame:
+    shown = [b for b in REPORT_BUDGETS if budgets[0] <= b <= budgets[-1]]
+    table = pd.DataFrame(index=labels, columns=[f"b={b}" for b in shown], dtype=float)
+    for label in labels:
+        mean = np.mean([fractions[gpu][label][1] for gpu in GPUS], axis=0)
+        for b in shown:
+            table.loc[label, f"b={b}"] = mean[b - budgets[0]]
+    return table.sort_values(table.columns[-1], ascending=False)
+
+
+def runs_table(
+    traces: dict[tuple[str, str], list[np.ndarray]], references: dict[str, SpaceReference]
+) -> pd.DataFrame:
+    from mlkaps_gpu.analysis import best_at_budgets
+
+    records = []
+    for (label, gpu), runs in traces.items():
+        for seed, trace in enumerate(runs):
+            best = best_at_budgets(trace, REPORT_BUDGETS, references[gpu].failure_value)
+            for budget, value in zip(REPORT_BUDGETS, best, strict=True):
+                records.append(
+                    {"strategy": label, "gpu": gpu, "seed": seed, "budget": budget, "best": value}
+                )
+    return pd.DataFrame(records)
+
+
+def plot(
+    fractions: dict[str, dict[str, tuple[np.ndarray, np.ndarray]]], labels: list[str], path: Path
+) -> None:
+    from mlkaps_gpu.analysis.plots import plot_curves
+
+    panels = dict(fractions)
+    panels["mean over GPUs"] = {
+        label: (
+            fractions[GPUS[0]][label][0],
+            np.mean([fractions[gpu][label][1] for gpu in GPUS], axis=0),
+        )
+        for label in labels
+    }
+    import matplotlib
+
+    bases = list(dict.fromkeys(label.split("_unaware")[0] for label in labels))
+    palette = matplotlib.colormaps["tab20"]
+    styles = {}
+    for label in labels:
+        base = label.split("_unaware")[0]
+        style: dict[str, object] = {"color": palette(bases.index(base) % 20)}
+        if "unaware" in label:
+            style["linestyle"] = ":" if FREE in label else "--"
+        styles[label] = style
+    plot_curves(
+        panels,
+        path,
+        xlabel="evaluations",
+        ylabel="fraction of optimum",
+        styles=styles,
+        logx=True,
+    )
+
+
+if __name__ == "__main__":
+    np.seterr(all="ignore")
+    sys.exit(main())

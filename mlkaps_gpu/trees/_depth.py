@@ -1,0 +1,179 @@
+"""Choosing the tree depth: sweep ``max_depth``, report regret and size, keep the smallest depth
+whose predicted regret is within a tolerance of the best.
+
+:func:`fit_selector` is the one-call entry the campaign uses: it builds the selector of a mode
+(``joint`` or ``per_parameter``) at a fixed depth or at the depth the sweep chooses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from mlkaps_gpu.space._space import Space
+from mlkaps_gpu.trees._diagnostics import predicted_regret
+from mlkaps_gpu.trees._joint import JointSelector
+from mlkaps_gpu.trees._regret import RegretOracle, Score
+from mlkaps_gpu.trees._selector import PerParameterSelector, Selector
+
+MODES = ("joint", "per_parameter")
+#: Depths tried by ``max_depth="auto"``.
+DEFAULT_DEPTHS: tuple[int, ...] = tuple(range(1, 13))
+#: Default tolerance on the mean relative regret (0.01: one percentage point).
+DEFAULT_TOLERANCE = 0.01
+
+
+def make_selector(
+    mode: str, max_depth: int, *, random_state: int = 0, min_samples_leaf: int = 1
+) -> Selector:
+    """An unfitted selector of a tree mode."""
+    if mode == "joint":
+        return JointSelector(
+            max_depth=max_depth, min_samples_leaf=min_samples_leaf, random_state=random_state
+        )
+    if mode == "per_parameter":
+        return PerParameterSelector(
+            max_depth=max_depth, min_samples_leaf=min_samples_leaf, random_state=random_state
+        )
+    raise ValueError(f"unknown tree mode {mode!r} (allowed: {', '.join(MODES)})")
+
+
+def tree_size(selector: Selector) -> dict[str, int]:
+    """Leaves, nodes and actual depth summed / maxed over the selector's trees."""
+    trees = selector.model_.trees
+    return {
+        "leaves": sum(t.n_leaves for t in trees),
+        "nodes": sum(len(t.children_left) for t in trees),
+        "depth": max(t.depth for t in trees),
+    }
+
+
+@dataclass(frozen=True)
+class DepthSweep:
+    """Per depth: predicted regret at the optima's points and tree size; the chosen depth.
+
+    Attributes:
+        table: one row per depth tried: ``depth``, ``mean_regret``, ``p90_regret``,
+            ``max_regret``, ``leaves``, ``nodes``, ``actual_depth`` and ``tree_invalid``
+            (points whose raw tree configuration violates a constraint).
+        chosen: the smallest depth whose mean regret is at most best + ``tolerance``.
+        tolerance: absolute tolerance on the mean relative regret.
+        selectors: the fitted selector of every depth tried.
+    """
+
+    table: pd.DataFrame
+    chosen: int
+    tolerance: float
+    selectors: dict[int, Selector] = field(repr=False, compare=False)
+
+    @property
+    def selector(self) -> Selector:
+        return self.selectors[self.chosen]
+
+    def records(self) -> list[dict[str, float | int]]:
+        """The table as JSON-ready rows."""
+        return [
+            {k: (float(v) if k in _REGRET_COLUMNS else int(v)) for k, v in row.items()}
+            for row in self.table.to_dict("records")
+        ]
+
+    def __str__(self) -> str:
+        shown = self.table.assign(
+            **{c: self.table[c].map(lambda v: f"{100 * v:.2f}%") for c in _REGRET_COLUMNS}
+        )
+        marks = ["<- chosen" if d == self.chosen else "" for d in self.table["depth"]]
+        return shown.assign(choice=marks).to_string(index=False)
+
+
+_REGRET_COLUMNS = ("mean_regret", "p90_regret", "max_regret")
+
+
+def sweep_depths(
+    optima: pd.DataFrame,
+    space: Space,
+    score: Score,
+    *,
+    mode: str = "joint",
+    depths: Sequence[int] = DEFAULT_DEPTHS,
+    tolerance: float = DEFAULT_TOLERANCE,
+    random_state: int = 0,
+    oracle: RegretOracle | None = None,
+) -> DepthSweep:
+    """Fit one selector per depth and choose the smallest depth within ``tolerance`` of the
+    best mean predicted regret. Depths past the first whose trees stop short of their limit
+    give the same trees and are skipped."""
+    depths = sorted({int(d) for d in depths})
+    if not depths or depths[0] < 1:
+        raise ValueError(f"depths must be positive integers, got {depths}")
+    if tolerance < 0:
+        raise ValueError(f"depth tolerance must be >= 0, got {tolerance}")
+    oracle = oracle or RegretOracle(optima, space, score)
+    rows, selectors = [], {}
+    for depth in depths:
+        selector = make_selector(mode, depth, random_state=random_state)
+        selector.fit(optima, space.inputs, space.design, space=space, score=score, oracle=oracle)
+        regret = predicted_regret(selector, oracle)
+        raw = predicted_regret(selector, oracle, fallback=False)
+        size = tree_size(selector)
+        rows.append(
+            {
+                "depth": depth,
+                "mean_regret": regret.mean,
+                "p90_regret": regret.p90,
+                "max_regret": regret.max,
+                "leaves": size["leaves"],
+                "nodes": size["nodes"],
+                "actual_depth": size["depth"],
+                "tree_invalid": raw.n_invalid,
+            }
+        )
+        selectors[depth] = selector
+        if size["depth"] < depth:
+            break  # the trees stopped growing: deeper limits change nothing
+    table = pd.DataFrame(rows)
+    best = float(table["mean_regret"].min())
+    within = table[table["mean_regret"] <= best + tolerance]
+    return DepthSweep(table, int(within["depth"].min()), tolerance, selectors)
+
+
+@dataclass(frozen=True)
+class FittedSelector:
+    """A selector chosen by :func:`fit_selector`, with the sweep that chose its depth."""
+
+    selector: Selector
+    sweep: DepthSweep
+
+
+def fit_selector(
+    optima: pd.DataFrame,
+    space: Space,
+    score: Score,
+    *,
+    mode: str = "joint",
+    max_depth: int | str = "auto",
+    depth_tolerance: float = DEFAULT_TOLERANCE,
+    depths: Sequence[int] = DEFAULT_DEPTHS,
+    random_state: int = 0,
+) -> FittedSelector:
+    """Fit the selector of ``mode`` on the optima, at ``max_depth`` or, with ``"auto"``, at the
+    depth :func:`sweep_depths` chooses. The space's constraints are checked at run time."""
+    if mode not in MODES:
+        raise ValueError(f"unknown tree mode {mode!r} (allowed: {', '.join(MODES)})")
+    if max_depth == "auto":
+        tried = depths
+    elif isinstance(max_depth, int) and not isinstance(max_depth, bool) and max_depth >= 1:
+        tried = [max_depth]
+    else:
+        raise ValueError(f"max_depth must be a positive integer or 'auto', got {max_depth!r}")
+    sweep = sweep_depths(
+        optima,
+        space,
+        score,
+        mode=mode,
+        depths=tried,
+        tolerance=depth_tolerance,
+        random_state=random_state,
+    )
+    return FittedSelector(sweep.selector, sweep)

@@ -1,0 +1,124 @@
+"""Depth sweep, depth choice, fit_selector, and the regret oracle."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mlkaps_gpu.trees import (
+    JointSelector,
+    PerParameterSelector,
+    RegretOracle,
+    fit_selector,
+    relative_regret,
+    sweep_depths,
+)
+
+
+def test_relative_regret() -> None:
+    np.testing.assert_allclose(
+        relative_regret(np.array([2.0, 1.0, -90.0, 0.5]), np.array([1.0, 1.0, -100.0, 0.0])),
+        [1.0, 0.0, 0.1, 0.5],
+    )
+
+
+def test_oracle_caches_columns(constrained: SimpleNamespace) -> None:
+    oracle = RegretOracle(constrained.optima, constrained.space, constrained.score)
+    codes = oracle.codes[:3]
+    first = oracle.columns(codes)
+    scored = oracle.n_scored
+    np.testing.assert_array_equal(oracle.columns(codes), first)
+    np.testing.assert_array_equal(oracle.matrix(np.arange(5), codes), first[:5])
+    assert oracle.n_scored == scored
+    # each point's own optimum has zero regret
+    own = oracle.regret(np.arange(oracle.n_points), oracle.codes)
+    np.testing.assert_allclose(own, 0.0, atol=1e-12)
+
+
+@pytest.fixture(scope="module")
+def sweep(constrained: SimpleNamespace):
+    return sweep_depths(
+        constrained.optima,
+        constrained.space,
+        constrained.score,
+        depths=range(1, 9),
+        tolerance=0.02,
+    )
+
+
+def test_sweep_reports_regret_and_size(sweep) -> None:
+    table = sweep.table
+    assert list(table.columns) == [
+        "depth",
+        "mean_regret",
+        "p90_regret",
+        "max_regret",
+        "leaves",
+        "nodes",
+        "actual_depth",
+        "tree_invalid",
+    ]
+    assert table["depth"].tolist() == list(range(1, len(table) + 1))
+    assert table["leaves"].is_monotonic_increasing
+    assert (table["tree_invalid"] == 0).all()  # joint trees are valid at the points
+    assert "<- chosen" in str(sweep)
+
+
+def test_sweep_chooses_the_smallest_depth_within_tolerance(sweep) -> None:
+    table = sweep.table
+    best = table["mean_regret"].min()
+    within = table[table["mean_regret"] <= best + 0.02]["depth"]
+    assert sweep.chosen == within.min()
+    assert sweep.chosen < table["depth"].max()
+    assert isinstance(sweep.selector, JointSelector)
+    assert sweep.selector.max_depth == sweep.chosen
+
+
+def test_zero_tolerance_picks_a_best_depth(constrained: SimpleNamespace) -> None:
+    sweep = sweep_depths(
+        constrained.optima, constrained.space, constrained.score, depths=[2, 4], tolerance=0.0
+    )
+    table = sweep.table.set_index("depth")
+    assert table.loc[sweep.chosen, "mean_regret"] == table["mean_regret"].min()
+
+
+def test_sweep_stops_when_the_trees_stop_growing(constrained: SimpleNamespace) -> None:
+    sweep = sweep_depths(
+        constrained.optima,
+        constrained.space,
+        constrained.score,
+        mode="per_parameter",
+        depths=range(1, 30),
+    )
+    table = sweep.table
+    assert len(table) < 29
+    assert table["actual_depth"].iloc[-1] < table["depth"].iloc[-1]
+
+
+def test_fit_selector_fixed_depth_and_modes(constrained: SimpleNamespace) -> None:
+    args = (constrained.optima, constrained.space, constrained.score)
+    fitted = fit_selector(*args, mode="per_parameter", max_depth=3)
+    assert isinstance(fitted.selector, PerParameterSelector)
+    assert fitted.sweep.table["depth"].tolist() == [3] and fitted.sweep.chosen == 3
+    assert fitted.selector.model_.validity is not None
+    with pytest.raises(ValueError, match="mode"):
+        fit_selector(*args, mode="oblique")
+    with pytest.raises(ValueError, match="max_depth"):
+        fit_selector(*args, max_depth=0)
+    with pytest.raises(ValueError, match="max_depth"):
+        fit_selector(*args, max_depth="deep")
+    with pytest.raises(ValueError, match="tolerance"):
+        sweep_depths(*args, tolerance=-1.0)
+
+
+def test_sweep_records_are_json_ready(sweep) -> None:
+    import json
+
+    records = sweep.records()
+    assert json.loads(json.dumps(records)) == records
+    assert isinstance(records[0]["leaves"], int)
+    frame = pd.DataFrame(records)
+    assert frame["depth"].tolist() == sweep.table["depth"].tolist()
