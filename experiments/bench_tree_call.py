@@ -43,14 +43,16 @@ PROGRAM = r"""
 #include <time.h>
 #include "selector.h"
 
-#define N_INPUTS (1 << 20)
+#define N_INPUTS (1 << 18)
+#define N_PATTERNS 4
 #if defined(__GNUC__) && !defined(__clang__)
 #define OPAQUE __attribute__((noinline, noipa))
 #else
 #define OPAQUE __attribute__((noinline))
 #endif
 
-static long long in_m[N_INPUTS], in_n[N_INPUTS];
+static long long in_m[N_PATTERNS][N_INPUTS], in_n[N_PATTERNS][N_INPUTS];
+static const char *pattern_names[N_PATTERNS] = {"random", "shapes16", "sweep", "constant"};
 
 OPAQUE static long long call_select(long long m, long long n)
 {
@@ -78,42 +80,58 @@ static double now(void)
 
 typedef long long (*call_t)(long long, long long);
 
-static double run(call_t f, int varied, long long *sink)
+static double run(call_t f, int pattern, long long *sink)
 {
+    const long long *m = in_m[pattern], *n = in_n[pattern];
     long long s = 0;
     int i;
     double start = now();
-    if (varied) {
-        for (i = 0; i < N_INPUTS; ++i) s += f(in_m[i], in_n[i]);
-    } else {
-        for (i = 0; i < N_INPUTS; ++i) s += f(in_m[0], in_n[0]);
-    }
+    for (i = 0; i < N_INPUTS; ++i) s += f(m[i], n[i]);
     *sink += s;
     return (now() - start) * 1e9 / N_INPUTS;
 }
 
+static unsigned long long state = 88172645463325252ULL;
+
+static double uniform(void)
+{
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (double)(state >> 11) / 9007199254740992.0;
+}
+
+static long long log_uniform(void)
+{
+    return (long long)floor(64.0 * exp(uniform() * log(16.0)) + 0.5);
+}
+
 int main(int argc, char **argv)
 {
-    int repeats = argc > 1 ? atoi(argv[1]) : 15, r, i, k;
-    unsigned long long state = 88172645463325252ULL;
-    long long sink = 0;
+    int repeats = argc > 1 ? atoi(argv[1]) : 15, r, i, k, p;
+    long long sink = 0, shape_m[16], shape_n[16];
     call_t calls[3];
     calls[0] = call_select;
     calls[1] = call_tree;
     calls[2] = call_empty;
+    for (i = 0; i < 16; ++i) {
+        shape_m[i] = log_uniform();
+        shape_n[i] = log_uniform();
+    }
     for (i = 0; i < N_INPUTS; ++i) {
-        double u, v;
-        state = state * 6364136223846793005ULL + 1442695040888963407ULL;
-        u = (double)(state >> 11) / 9007199254740992.0;
-        state = state * 6364136223846793005ULL + 1442695040888963407ULL;
-        v = (double)(state >> 11) / 9007199254740992.0;
-        in_m[i] = (long long)floor(64.0 * exp(u * log(16.0)) + 0.5);
-        in_n[i] = (long long)floor(64.0 * exp(v * log(16.0)) + 0.5);
+        int shape = (int)(uniform() * 16.0);
+        in_m[0][i] = log_uniform(); /* random: nothing to predict */
+        in_n[0][i] = log_uniform();
+        in_m[1][i] = shape_m[shape]; /* 16 recurring shapes in random order */
+        in_n[1][i] = shape_n[shape];
+        in_m[2][i] = 64 + (i / 961) % 961; /* a sweep: n steps by 1, m every 961 calls */
+        in_n[2][i] = 64 + i % 961;
+        in_m[3][i] = shape_m[0]; /* one input */
+        in_n[3][i] = shape_n[0];
     }
     for (r = 0; r < repeats; ++r) {
-        for (k = 0; k < 3; ++k) {
-            printf("%d varied %.4f\n", k, run(calls[k], 1, &sink));
-            printf("%d repeated %.4f\n", k, run(calls[k], 0, &sink));
+        for (p = 0; p < N_PATTERNS; ++p) {
+            for (k = 0; k < 3; ++k) {
+                printf("%d %s %.4f\n", k, pattern_names[p], run(calls[k], p, &sink));
+            }
         }
     }
     fprintf(stderr, "checksum %lld\n", sink);
@@ -121,6 +139,7 @@ int main(int argc, char **argv)
 }
 """
 
+PATTERNS = ("random", "shapes16", "sweep", "constant")
 NAMES = {0: "select", 1: "tree", 2: "empty"}
 
 
@@ -176,17 +195,24 @@ def main() -> int:
         )
         tree = selector.model_.trees[0]
         times = measure(selector, args.repeats, args.compiler)
-        row: dict[str, object] = {"max_depth": depth, "depth": tree.depth, "leaves": tree.n_leaves}
-        for function in ("select", "tree", "empty"):
-            for pattern in ("varied", "repeated"):
+        for pattern in PATTERNS:
+            row: dict[str, object] = {
+                "max_depth": depth,
+                "depth": tree.depth,
+                "leaves": tree.n_leaves,
+                "inputs": pattern,
+            }
+            for function in ("select", "tree", "empty"):
                 low, middle = times.loc[(function, pattern)]
-                row[f"{function} {pattern}"] = f"{low:.2f} / {middle:.2f}"
-        net = times.loc[("select", "varied"), "min"] - times.loc[("empty", "varied"), "min"]
-        row["net select (varied)"] = round(float(net), 2)
-        rows.append(row)
+                row[f"{function} min"] = round(float(low), 2)
+                row[f"{function} median"] = round(float(middle), 2)
+            row["net select"] = round(row["select min"] - row["empty min"], 2)  # type: ignore[operator]
+            rows.append(row)
     print(
-        f"ns per call, minimum / median of {args.repeats} timed loops of 2**20 calls "
-        f"({args.compiler} -O2; 'varied': log-uniform random inputs, 'repeated': one input)"
+        f"ns per call: minimum and median of {args.repeats} timed loops of 2**18 calls "
+        f"({args.compiler} -O2), and net select = select min - empty min. Inputs: 'random' "
+        "log-uniform (no branch predictable), 'shapes16' 16 recurring shapes in random order, "
+        "'sweep' n += 1 per call, 'constant' one input."
     )
     print(pd.DataFrame(rows).to_string(index=False))
     return 0

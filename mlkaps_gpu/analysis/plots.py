@@ -31,6 +31,8 @@ def plot_curves(
     styles: Mapping[str, Mapping[str, Any]] | None = None,
     columns: int = 3,
     logx: bool = False,
+    xticks: Sequence[float] | None = None,
+    legend_columns: int = 6,
 ) -> None:
     """One panel per entry of ``panels`` (title -> {label: (x, y)}), saved as ``path``."""
     plt = _pyplot()
@@ -49,12 +51,17 @@ def plot_curves(
         axis.set_ylabel(ylabel)
         if logx:
             axis.set_xscale("log")
+        if xticks is not None:
+            axis.set_xticks(list(xticks), [f"{t:g}" for t in xticks])
+            axis.minorticks_off()
         axis.grid(True, alpha=0.3)
     for axis in axes.ravel()[len(panels) :]:
         axis.axis("off")
     handles, labels = axes.ravel()[0].get_legend_handles_labels()
-    figure.legend(handles, labels, loc="lower center", ncol=min(6, len(labels)), fontsize=8)
-    figure.tight_layout(rect=(0, 0.06 + 0.02 * (len(labels) // 6), 1, 1))
+    ncol = min(legend_columns, max(1, len(labels)))
+    legend_rows = (len(labels) + ncol - 1) // ncol
+    figure.legend(handles, labels, loc="lower center", ncol=ncol, fontsize=8)
+    figure.tight_layout(rect=(0, min(0.4, 0.025 * legend_rows / rows + 0.03), 1, 1))
     figure.savefig(path, dpi=120)
     plt.close(figure)
 

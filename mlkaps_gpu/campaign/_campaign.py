@@ -43,7 +43,14 @@ from mlkaps_gpu.campaign._environment import (
 from mlkaps_gpu.campaign._setup import Setup, prepare
 from mlkaps_gpu.campaign._store import SampleStore
 from mlkaps_gpu.optimize import GridOptimizer
-from mlkaps_gpu.sampling import SAMPLERS, GAAdaptiveSampler, Sampler
+from mlkaps_gpu.sampling import (
+    SAMPLERS,
+    BayesianSampler,
+    GAAdaptiveSampler,
+    HVSrSampler,
+    HVSSampler,
+    Sampler,
+)
 from mlkaps_gpu.surrogate import LightGBMSurrogate
 from mlkaps_gpu.trees import Selector, boundary_inputs, fit_selector, verify_header
 
@@ -254,6 +261,18 @@ class Campaign:
                 sub_sampler=options.sub_sampler,
                 surrogate_factory=lambda: self._surrogate(objective),
                 extra_training=transfer if len(transfer) else None,
+            )
+        if options.method in ("hvs", "hvsr"):
+            kind = HVSSampler if options.method == "hvs" else HVSrSampler
+            return kind(
+                self.sampling_space, seed=self.config.seed, objective=self.setup.objectives[0]
+            )
+        if options.method == "bayes":
+            return BayesianSampler(
+                self.sampling_space,
+                seed=self.config.seed,
+                objective=self.setup.objectives[0],
+                maximize=self.setup.directions[0] == "maximize",
             )
         return SAMPLERS[options.method](self.sampling_space, seed=self.config.seed)
 

@@ -18,7 +18,7 @@ from typing import Any
 from mlkaps_gpu.space import Parameter, Space, SpaceError
 
 EXECUTORS = ("python", "replay", "cffi", "cupy", "command")
-SAMPLING_METHODS = ("random", "lhs", "ga_adaptive")
+SAMPLING_METHODS = ("random", "lhs", "hvs", "hvsr", "bayes", "ga_adaptive")
 TREE_MODES = ("joint", "per_parameter")
 OPTIMIZATION_METHODS = ("auto", "nsga2", "exhaustive")
 DIRECTIONS = ("minimize", "maximize")
@@ -461,7 +461,11 @@ def _sampling(reader: _Reader, table: Mapping[str, Any]) -> SamplingConfig:
             reader.fail("sampling", key, f"must be a fraction in [0, 1], got {value!r}")
         fractions[key] = float(value)
     sub_sampler = reader.string(
-        table, "sampling", "sub_sampler", default="lhs", allowed=("lhs", "random")
+        table,
+        "sampling",
+        "sub_sampler",
+        default="lhs",
+        allowed=("lhs", "random", "hvs", "hvsr", "bayes"),
     )
     fixed = table.get("fixed", {})
     if not isinstance(fixed, dict):

@@ -108,6 +108,8 @@ class Constraint:
         literal_of: Callable[[str, str], str],
         *,
         pymod: str = "mlkaps_pymod",
+        fmin: str = "fmin",
+        fmax: str = "fmax",
     ) -> str:
         """The constraint as a C expression of type int.
 
@@ -117,8 +119,12 @@ class Constraint:
                 given ``(parameter_name, value)``.
             pymod: name of the C function ``double f(double, double)`` that computes Python's
                 ``%`` (the caller defines it, e.g. with a prefix of its own).
+            fmin: name of the C function used for ``min`` (e.g. an inline helper that, like
+                numpy, propagates NaN, where ``<math.h>``'s ``fmin`` ignores it).
+            fmax: likewise for ``max``.
         """
-        return _CWriter(name_of, literal_of, pymod=pymod).truth(self.tree.body)
+        writer = _CWriter(name_of, literal_of, pymod=pymod, fmin=fmin, fmax=fmax)
+        return writer.truth(self.tree.body)
 
 
 def parse_constraint(source: str, parameters: Mapping[str, Parameter]) -> Constraint:
@@ -400,10 +406,14 @@ class _CWriter:
         literal_of: Callable[[str, str], str],
         *,
         pymod: str = "mlkaps_pymod",
+        fmin: str = "fmin",
+        fmax: str = "fmax",
     ) -> None:
         self.name_of = name_of
         self.literal_of = literal_of
         self.pymod = pymod
+        self.fmin = fmin
+        self.fmax = fmax
 
     def truth(self, node: ast.AST) -> str:
         if isinstance(node, (ast.Compare, ast.BoolOp)) or (
@@ -448,7 +458,7 @@ class _CWriter:
             arguments = [self.value(a) for a in node.args]
             if node.func.id == "abs":
                 return f"fabs({arguments[0]})"
-            function = "fmin" if node.func.id == "min" else "fmax"
+            function = self.fmin if node.func.id == "min" else self.fmax
             result = arguments[0]
             for argument in arguments[1:]:
                 result = f"{function}({result}, {argument})"

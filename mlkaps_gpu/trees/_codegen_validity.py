@@ -34,7 +34,7 @@ from mlkaps_gpu.trees._model import DecisionModel
 from mlkaps_gpu.trees._names import InputNames, NamePlan, unique_name
 from mlkaps_gpu.trees._validity import Validity, clamp_bounds
 
-_MATH_FUNCTIONS = re.compile(r"\b(floor|pow|fmin|fmax|fabs)\(")
+_MATH_FUNCTIONS = re.compile(r"\b(floor|pow|fabs)\(")
 
 
 def _argument_type(parameter: Parameter, names: InputNames) -> str:
@@ -70,7 +70,7 @@ class ValidityWriter:
 
     @property
     def needs_pymod(self) -> bool:
-        return any(f"{self.names.pymod}(" in text for text in self.constraint_text)
+        return self.uses(self.names.pymod)
 
     def _constrained_inputs(self) -> list[tuple[Parameter, InputNames]]:
         return [
@@ -99,7 +99,13 @@ class ValidityWriter:
             return names.enum_constants[index]
 
         return [
-            constraint.to_c(name_of, literal_of, pymod=self.names.pymod)
+            constraint.to_c(
+                name_of,
+                literal_of,
+                pymod=self.names.pymod,
+                fmin=self.names.fmin,
+                fmax=self.names.fmax,
+            )
             for constraint in self.validity.parsed()
         ]
 
@@ -114,6 +120,19 @@ class ValidityWriter:
             f"{INDENT * 2}r += b;",
             f"{INDENT}}}",
             f"{INDENT}return r;",
+            "}",
+        ]
+
+    def uses(self, function: str) -> bool:
+        return any(f"{function}(" in text for text in self.constraint_text)
+
+    def min_max_function(self, name: str, smaller: bool) -> list[str]:
+        """min or max of two doubles, NaN if either is NaN (as numpy's minimum / maximum)."""
+        test = "a < b" if smaller else "a > b"
+        return [
+            f"static inline {self.hd} double {name}(double a, double b)",
+            "{",
+            f"{INDENT}return (a != a || {test}) ? a : b;",
             "}",
         ]
 
@@ -376,6 +395,10 @@ class ValidityWriter:
         blocks: list[list[str]] = []
         if self.needs_pymod:
             blocks.append(self.pymod_function())
+        if self.uses(self.names.fmin):
+            blocks.append(self.min_max_function(self.names.fmin, smaller=True))
+        if self.uses(self.names.fmax):
+            blocks.append(self.min_max_function(self.names.fmax, smaller=False))
         for index in range(len(self.model.design)):
             blocks.append(self.code_function(index))
         if self.checks_in_select:

@@ -110,6 +110,8 @@ class ValidityNames:
     satisfies: str  # constraints only, at given (clamped) inputs
     fallback: str  # nearest valid configuration
     pymod: str  # Python's % on doubles
+    fmin: str  # min / max propagating NaN, as numpy's (and inlined, unlike <math.h>'s)
+    fmax: str
     code_functions: tuple[str, ...]  # per design parameter: value -> code (-1: not in domain)
     value_of_code: tuple[str, ...]  # per design parameter: code -> value
     candidate_functions: tuple[str, ...]  # per design parameter: fallback candidate k -> code
@@ -188,6 +190,8 @@ class NamePlan:
             satisfies=_unique(f"{prefix}_satisfies", taken),
             fallback=_unique(f"{prefix}_fallback", taken),
             pymod=_unique(f"{prefix}_pymod", taken),
+            fmin=_unique(f"{prefix}_fmin", taken),
+            fmax=_unique(f"{prefix}_fmax", taken),
             code_functions=per_design("code"),
             value_of_code=per_design("value_of_code"),
             candidate_functions=per_design("candidate"),
@@ -231,5 +235,6 @@ class NamePlan:
             yield output.value_function
         validity = self.validity
         yield from (validity.tree_select, validity.is_valid, validity.satisfies)
-        yield from (validity.fallback, validity.pymod, *validity.code_functions)
+        yield from (validity.fallback, validity.pymod, validity.fmin, validity.fmax)
+        yield from validity.code_functions
         yield from (*validity.value_of_code, *validity.candidate_functions)
