@@ -191,7 +191,11 @@ def main() -> int:
     rows = []
     for depth in args.depths:
         selector = JointSelector(max_depth=depth).fit(
-            model.optima, model.space.inputs, model.space.design, space=model.space, score=model.cost
+            model.optima,
+            model.space.inputs,
+            model.space.design,
+            space=model.space,
+            score=model.cost,
         )
         tree = selector.model_.trees[0]
         times = measure(selector, args.repeats, args.compiler)

@@ -31,8 +31,6 @@
 #ifndef LU_SELECTOR_H_INCLUDED
 #define LU_SELECTOR_H_INCLUDED
 
-#include <math.h>
-
 #ifdef __CUDACC__
 #define LU_HD __host__ __device__
 #else
@@ -1299,6 +1297,11 @@ static inline LU_HD long long lu_threads_value(int leaf)
     }
 }
 
+static inline LU_HD double lu_fmin(double a, double b)
+{
+    return (a != a || a < b) ? a : b;
+}
+
 static inline LU_HD int lu_nb_code(long long value)
 {
     switch (value) {
@@ -1403,7 +1406,7 @@ static inline LU_HD long long lu_nb_value_of_code(int code)
 /* Every constraint, at the given inputs (numeric ones as double). */
 static inline LU_HD int lu_satisfies(double m, double n, const lu_config *config)
 {
-    return (((double)config->nb <= fmin(m, n)));
+    return (((double)config->nb <= lu_fmin(m, n)));
 }
 
 /* 1 when every input and every field of the configuration lies in its domain and

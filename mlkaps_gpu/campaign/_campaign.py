@@ -384,6 +384,8 @@ class Campaign:
             population=options.population,
             generations=options.generations,
             weights=options.weights,
+            bounds=options.bounds,
+            window=options.window,
             seed=self.config.seed,
             progress=report,
         )
@@ -392,9 +394,13 @@ class Campaign:
         method = optima.attrs.get("method", options.method)
         optima = optima[optima["n_valid"] != 0].reset_index(drop=True)
         optima["source"] = "surrogate"
-        if options.prefer_measured:
+        if options.prefer_measured and len(self.setup.objectives) == 1:
+            # (with several objectives the choice rule weighs them all: no single-objective
+            # override)
             optima = self._prefer_measured(optima)
         _atomic_csv(optima, self.directory / "optima.csv")
+        if len(self.setup.objectives) > 1 and len(optimizer.fronts_):
+            _atomic_csv(optimizer.fronts_, self.directory / "pareto.csv")
         details = {
             "grid_points": len(optima),
             "from_measurements": int((optima["source"] == "measured").sum()),

@@ -61,6 +61,8 @@ _SECTIONS: dict[str, tuple[str, ...]] = {
         "population",
         "generations",
         "weights",
+        "bounds",
+        "window",
         "prefer_measured",
     ),
     "execution": ("backend", "cluster", "scheduler", "workers", "options", "in_flight"),
@@ -116,6 +118,8 @@ class OptimizationConfig:
     population: int = 40
     generations: int = 40
     weights: list[float] | None = None
+    bounds: dict[str, float] = field(default_factory=dict)
+    window: int = 10
     prefer_measured: bool = True
 
 
@@ -513,6 +517,8 @@ def _optimization(reader: _Reader, table: Mapping[str, Any]) -> OptimizationConf
         generations=reader.integer(table, "optimization", "generations", default=40, minimum=1),
         weights=weights,
         prefer_measured=reader.boolean(table, "optimization", "prefer_measured", default=True),
+        bounds=_bounds(reader, table.get("bounds", {})),
+        window=reader.integer(table, "optimization", "window", default=10, minimum=1),
     )
 
 
@@ -577,3 +583,11 @@ def _transfer(reader: _Reader, table: Mapping[str, Any], base: Path) -> list[Pat
             reader.fail("transfer", f"sources[{index}]", f"not a campaign directory: {path}")
         paths.append(path)
     return paths
+
+
+def _bounds(reader: _Reader, bounds: Any) -> dict[str, float]:
+    if not isinstance(bounds, dict) or not all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) for v in bounds.values()
+    ):
+        reader.fail("optimization", "bounds", "must be a table {objective = number}")
+    return {str(k): float(v) for k, v in bounds.items()}

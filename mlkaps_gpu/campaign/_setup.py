@@ -67,6 +67,12 @@ def prepare(config: CampaignConfig) -> Setup:
         except SpaceError as error:
             raise ConfigError(f"{label}: [sampling] fixed: {error}") from None
     objectives = list(config.objectives)
+    unknown_bounds = sorted(set(config.optimization.bounds) - set(objectives[1:]))
+    if unknown_bounds:
+        raise ConfigError(
+            f"{label}: [optimization] bounds: {unknown_bounds[0]} is not a secondary objective "
+            f"(secondary objectives: {', '.join(objectives[1:]) or 'none'})"
+        )
     missing = [o for o in objectives if o not in executor.objectives]
     if missing:
         raise ConfigError(

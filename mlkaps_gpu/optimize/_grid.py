@@ -173,6 +173,7 @@ class GridOptimizer:
         n_valid = np.zeros(n_points, dtype=np.int64)
         pending: list[tuple[int, np.ndarray]] = []
         pending_rows = 0
+        fronts: list[tuple[int, np.ndarray, np.ndarray]] = []
 
         def flush() -> None:
             nonlocal pending, pending_rows
@@ -191,6 +192,9 @@ class GridOptimizer:
                 best = self._choose(block)
                 codes[point], values[point] = valid[best], block[best]
                 start += len(valid)
+                if len(self.objectives) > 1:
+                    for front_codes, front_values in _non_dominated(block, valid):
+                        fronts.append((point, front_codes, front_values))
             pending, pending_rows = [], 0
 
         for point, row in enumerate(_rows(grid)):
@@ -205,6 +209,7 @@ class GridOptimizer:
             if self.progress:
                 self.progress(point + 1, n_points)
         flush()
+        self.fronts_ = self._front_table(grid, fronts)
         return codes, values, n_valid
 
     def _nsga2(
@@ -272,6 +277,12 @@ def _non_dominated(values: np.ndarray, codes: np.ndarray) -> list[tuple[np.ndarr
     """Distinct non-dominated (codes, values) pairs of one population (all minimised)."""
     _, first = np.unique(codes, axis=0, return_index=True)
     values, codes = values[first], codes[first]
+    if values.shape[1] == 2:  # sort by the first objective, sweep the second: O(k log k)
+        order = np.lexsort((values[:, 1], values[:, 0]))
+        best_second = np.minimum.accumulate(values[order, 1])
+        previous = np.r_[np.inf, best_second[:-1]]
+        chosen = order[values[order, 1] < previous]
+        return [(codes[i], values[i]) for i in chosen]
     keep = []
     for index in range(len(values)):
         dominated = np.all(values <= values[index], axis=1) & np.any(values < values[index], axis=1)

@@ -174,7 +174,10 @@ class Selector(abc.ABC):
 
         Features are rounded to float32 and compared ``<=`` with the float64 thresholds, as
         scikit-learn does; a NaN float input goes where scikit-learn sends missing values
-        (``missing_go_to_left``), as does the generated header.
+        (``missing_go_to_left``), as does the generated header. With a space given to ``fit``,
+        the trees' configuration is then checked against the constraints at the clamped inputs
+        and replaced by the nearest valid one where it fails (:mod:`._validity`), as the
+        header's ``<prefix>_select`` does.
         """
         return self._check_fitted().predict(inputs_table)
 

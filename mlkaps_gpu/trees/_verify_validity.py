@@ -37,10 +37,10 @@ def validity_batch_source(model: DecisionModel, prefix: str, name: str) -> tuple
         cast = f"({names.enum_type})" if names.enum_type is not None else ""
         call.append(f"{cast}in_{index}[i]")
     fields = []
-    for index, (parameter, names) in enumerate(zip(model.design, plan.outputs, strict=True)):
+    for index, (parameter, output) in enumerate(zip(model.design, plan.outputs, strict=True)):
         arguments.append(f"const {C_ARRAY_TYPES[parameter.kind]} *design_{index}")
-        cast = f"({names.enum_type})" if names.enum_type is not None else ""
-        fields.append(f"        c.{names.field} = {cast}design_{index}[i];")
+        cast = f"({output.enum_type})" if output.enum_type is not None else ""
+        fields.append(f"        c.{output.field} = {cast}design_{index}[i];")
     arguments.append("int *out")
     signature = f"void {name}({', '.join(arguments)})"
     definition = "\n".join(

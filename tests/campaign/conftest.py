@@ -80,3 +80,15 @@ def write_config(
         BASE_CONFIG.format(function=function, method=method, budget=budget, batch=batch)
     )
     return path
+
+
+TWO_OBJECTIVE_MODULE = '''
+import math
+
+def model(row):
+    """Time falls with the block size (to sqrt(n)), energy rises with it: a real trade-off."""
+    n, block = row["n"], row["block"]
+    time = math.log(block / math.sqrt(n)) ** 2 + (0.0 if block * block <= n else 0.5)
+    energy = block / 16.0 + (0.2 if row["variant"] == "fast" else 0.0)
+    return {"time": time + 0.1, "energy": energy}
+'''

@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 from mlkaps_gpu.trees import (
-    PerParameterSelector,
     batch_source,
     boundary_inputs,
     decode_outputs,
@@ -87,12 +86,14 @@ def harness(header_name: str, kernel: str, input_types: list[str], output_types:
     return "\n".join(lines) + "\n"
 
 
-def test_device_answers_equal_select(
-    density_selector: PerParameterSelector, tmp_path: Path
-) -> None:
-    model = density_selector.model_
-    table = boundary_inputs(density_selector, 10_000, np.random.default_rng(9))
-    (tmp_path / "selector.h").write_text(density_selector.to_c("mlkaps"), encoding="utf-8")
+@pytest.mark.parametrize("fixture", ["density_selector", "joint_selector", "checked_selector"])
+def test_device_answers_equal_select(fixture: str, request, tmp_path: Path) -> None:
+    """Per-parameter, joint, and per-parameter with the run-time check and fallback (the
+    fixture's raw trees break constraints on many of these inputs)."""
+    selector = request.getfixturevalue(fixture)
+    model = selector.model_
+    table = boundary_inputs(selector, 10_000, np.random.default_rng(9))
+    (tmp_path / "selector.h").write_text(selector.to_c("mlkaps"), encoding="utf-8")
     _, kernel = batch_source(model, "mlkaps", "batch", qualifier="__global__")
     program = harness(
         "selector.h",
@@ -111,6 +112,6 @@ def test_device_answers_equal_select(
         np.fromfile(tmp_path / f"out_{k}.bin", dtype=NUMPY_TYPES[p.kind])
         for k, p in enumerate(model.design)
     ]
-    expected = density_selector.select(table)
+    expected = selector.select(table)
     for name, values in decode_outputs(model, produced).items():
         np.testing.assert_array_equal(values, expected[name].to_numpy(), err_msg=name)

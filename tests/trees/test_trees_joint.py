@@ -88,9 +88,7 @@ def test_validity_splits_keep_the_best_candidate(constrained: SimpleNamespace) -
 
 
 @pytest.mark.parametrize("partition", ["regret", "regressor", "codes"])
-def test_every_partition_gives_valid_leaves(
-    partition: str, constrained: SimpleNamespace
-) -> None:
+def test_every_partition_gives_valid_leaves(partition: str, constrained: SimpleNamespace) -> None:
     space = constrained.space
     selector = JointSelector(max_depth=4, partition=partition).fit(
         constrained.optima, space.inputs, space.design, space=space, score=constrained.score
