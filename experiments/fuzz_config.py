@@ -54,6 +54,23 @@ def main() -> int:
     print("most common rejection places:")
     for reason, count in reasons.most_common(8):
         print(f"  {count:5d}  {reason}")
+    from mlkaps_gpu.space import ConstraintError, Parameter, parse_constraint
+
+    parameters = {"n": Parameter("n", "int", low=1, high=1024)}
+    long_constraints = {
+        "sum of 2,500 terms": " + ".join(["n"] * 2500) + " < 5",
+        "5,000 nested parentheses": "(" * 5000 + "n" + ")" * 5000 + " < 5",
+        "chain of 2,500 comparisons": "n < " * 2499 + "n",
+    }
+    print("\nlong constraints (parse time, outcome):")
+    for label, text in long_constraints.items():
+        begin = time.perf_counter()
+        try:
+            parse_constraint(text, parameters)
+            outcome = "parsed"
+        except ConstraintError as error:
+            outcome = f"refused: {str(error)[-60:]}"
+        print(f"  {label} ({len(text)} chars): {time.perf_counter() - begin:.4f} s, {outcome}")
     for index, text in failures[:5]:
         print(f"--- failure at config {index}:\n{text}")
     return 1 if failures else 0

@@ -295,12 +295,14 @@ def run_variant(case: Case, variant: str, seed: int) -> list[dict[str, Any]]:
 # ----------------------------------------------------------------------------- reports
 METRICS = {
     "replay": [
+        ("global_mae", "global MAE (ms)", "{:.2f}"),
         ("global_mape", "global MAPE %", "{:.1f}"),
         ("local_mape", "local MAPE %", "{:.1f}"),
         ("fraction", "fraction of optimum (surrogate pick)", "{:.3f}"),
         ("fraction_pipeline", "fraction of optimum (pipeline)", "{:.3f}"),
     ],
     "lu": [
+        ("global_mae", "global MAE (s)", "{:.4f}"),
         ("global_mape", "global MAPE %", "{:.1f}"),
         ("local_mape", "local MAPE %", "{:.1f}"),
         ("speedup", "speedup over expert (geo. mean)", "{:.3f}"),
@@ -311,7 +313,7 @@ METRICS = {
 def markdown(table: pd.DataFrame, case: str, seeds: int) -> str:
     lines = [f"## {case}: mean ± std over {seeds} seeds\n"]
     budgets = sorted(table["budget"].unique())
-    for metric, title, fmt in [("global_mae", "global MAE", "{:.4g}"), *METRICS[case]]:
+    for metric, title, fmt in METRICS[case]:
         lines.append(f"\n### {title}\n")
         lines.append("| sampler | " + " | ".join(f"budget {b}" for b in budgets) + " |")
         lines.append("|---|" + "---|" * len(budgets))
@@ -374,16 +376,30 @@ def main() -> int:
     parser.add_argument("--seeds", type=int, default=None, help="seeds (default 5; lu 3)")
     parser.add_argument("--samplers", nargs="+", default=list(SAMPLER_VARIANTS))
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument(
+        "--report-only", action="store_true", help="rewrite tables and plots from the CSVs"
+    )
     args = parser.parse_args()
     unknown = set(args.samplers) - set(SAMPLER_VARIANTS)
     if unknown:
         parser.error(f"unknown samplers {sorted(unknown)} (known: {list(SAMPLER_VARIANTS)})")
     cases = ["replay", "lu"] if args.case == "all" else [args.case]
+    suffix = "_quick" if args.quick else ""
+    if args.report_only:
+        for name in cases:
+            stem = args.out / f"sampler_study_{name}{suffix}"
+            table = pd.read_csv(stem.with_suffix(".csv"))
+            text = stem.with_suffix(".md").read_text() if stem.with_suffix(".md").exists() else ""
+            tail = text[text.index("\ntotal time") :] if "\ntotal time" in text else ""
+            stem.with_suffix(".md").write_text(
+                markdown(table, name, table["seed"].nunique()) + tail.rstrip() + "\n"
+            )
+            plot(table, name, stem.with_suffix(".png"))
+        return 0
     if "replay" in cases and not os.environ.get("MLKAPS_GPU_DATA"):
         print("MLKAPS_GPU_DATA is not set: point it at the replay data folder", file=sys.stderr)
         return 2
     args.out.mkdir(parents=True, exist_ok=True)
-    suffix = "_quick" if args.quick else ""
     for name in cases:
         started = time.perf_counter()
         if name == "replay":

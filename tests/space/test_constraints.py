@@ -5,7 +5,6 @@ from __future__ import annotations
 import ast
 import itertools
 import operator
-import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -494,13 +493,12 @@ def test_constraint_error_is_a_space_error() -> None:
 
 
 def _parse_quickly(text: str) -> Constraint | None:
-    """Parse within one second; None when refused (with ConstraintError, nothing else)."""
-    started = time.perf_counter()
+    """Parse; None when refused (with ConstraintError, nothing else). The parse time of such
+    inputs is measured by experiments/fuzz_config.py, never asserted in a unit test."""
     try:
         constraint: Constraint | None = parse_constraint(text, NUMBERS)
     except ConstraintError:
         constraint = None
-    assert time.perf_counter() - started < 1.0
     return constraint
 
 
@@ -530,11 +528,9 @@ def test_ten_thousand_character_sum_parses_and_evaluates() -> None:
     ],
     ids=["parentheses", "right-nested", "minus", "not", "power", "calls", "100k-minus", "brackets"],
 )
-def test_deep_nesting_is_refused_quickly(text: str) -> None:
-    started = time.perf_counter()
+def test_deep_nesting_is_refused_cleanly(text: str) -> None:
     with pytest.raises(ConstraintError, match="nested|syntax"):
         parse_constraint(text, NUMBERS)
-    assert time.perf_counter() - started < 1.0
 
 
 def test_nesting_limit_between_parser_and_recursion_limits() -> None:

@@ -168,7 +168,7 @@ def test_compiles_as_strict_cxx17(fixture: str, request, strict_cxx, tmp_path) -
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not found")
-@pytest.mark.parametrize("fixture", ["selector", "density_selector", "joint_selector"])
+@pytest.mark.parametrize("fixture", ["density_selector", "joint_selector"])
 def test_compiles_with_nvcc(fixture: str, request, tmp_path) -> None:
     body = example_call(model_of(fixture, request), "mlkaps", cuda=True)
     command = ["nvcc", "-std=c++17", "-Werror", "all-warnings", "-Xcompiler", "-Wall,-Wextra"]

@@ -1,0 +1,591 @@
+"""``mlkaps-gpu validate``: measure the header's choices against a reference on a fresh grid.
+
+**Grid.** The validation grid places, along every range input, the centres of ``size`` equal
+cells (geometric cells for log-scaled inputs): ``low * (high / low) ** ((i + 0.5) / size)``. The
+optimization grid holds the cell *edges* (``geomspace(low, high, size)``), so the two never share
+an interior point at the same size; at other sizes they can meet only where integer rounding
+merges values (``on_optimization_grid`` in the summary counts such points). Categorical, bool and
+value-list inputs take the same values as on the optimization grid (there is nothing in between);
+inputs fixed by ``[sampling] fixed`` stay fixed.
+
+**Measurement.** ``repeats`` rounds; each round sweeps every point and measures its two
+configurations back to back, the tuned one first where ``point + round`` is even and second
+otherwise, so that slow drift of the machine falls equally on both. Each measurement is one
+executor call (the executor's own timing policy: warm-ups, timed runs, median) and one row of
+the campaign store, like any other sample; its ``message`` ends with
+``origin=<purpose>@<time>:<side>:round<r>`` (the store has no other free column).
+
+**Per-point decision.** With ``c`` the log cost (``log(time)``, or ``-log`` of a maximised
+objective) of each round: the speedup is ``exp(median c_reference - median c_tuned)``. The
+tuned configuration is a *progression* where (1) a one-sided Mann-Whitney U test of the
+``repeats`` tuned costs against the reference's rejects "not faster" after Benjamini-Hochberg
+control of the false discovery rate at ``alpha`` over all points, and (2) the speedup exceeds
+the *noise threshold*; a *regression* symmetrically. Fewer than 4 repeats cannot reach
+``alpha = 0.05`` with this test (the summary warns).
+
+**Noise threshold.** What two measurements of one configuration at one point differ by: for
+every point and side, two bootstrap resamples of its ``repeats`` round costs give a log ratio of
+medians; the threshold is the ``noise_quantile`` (0.95) quantile of ``|log ratio|`` pooled over
+points, sides and draws, i.e. the A/A spread of exactly the statistic reported, measured on the
+run itself (seeded).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import time
+import warnings
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from mlkaps_gpu.campaign._campaign import Campaign, CampaignError
+from mlkaps_gpu.campaign._expert import Reference, campaign_header, resolve_reference
+from mlkaps_gpu.campaign._select import EnvironmentMismatchWarning
+from mlkaps_gpu.space import Parameter, Space
+
+log = logging.getLogger("mlkaps_gpu")
+
+DEFAULT_REPEATS = 5
+DEFAULT_ALPHA = 0.05
+NOISE_QUANTILE = 0.95
+BOOTSTRAP_DRAWS = 200
+#: Points per executor call and store batch (a killed run loses at most one batch).
+BATCH_POINTS = 32
+SIDES = ("tuned", "reference")
+VERDICTS = ("progression", "neutral", "regression", "failed")
+Progress = Callable[[str, int, int], None]
+
+
+# ------------------------------------------------------------------------------------- grid
+def parse_grid(text: str, space: Space) -> dict[str, int]:
+    """``"32x32"`` (one size per free input, in order), ``"32"`` (all) or ``"m=32,n=16"``."""
+    free = [p.name for p in space.inputs if p.name not in space.fixed_inputs]
+    try:
+        if "=" in text:
+            sizes = {}
+            for item in text.split(","):
+                name, _, value = item.partition("=")
+                sizes[name.strip()] = int(value)
+            unknown = sorted(set(sizes) - set(free))
+            if unknown:
+                raise CampaignError(f"--grid {text}: unknown input(s) {unknown} (inputs: {free})")
+            sizes = {name: sizes.get(name, 8) for name in free}
+        else:
+            parts = [int(part) for part in text.lower().split("x")]
+            if len(parts) == 1:
+                parts = parts * len(free)
+            if len(parts) != len(free):
+                raise CampaignError(
+                    f"--grid {text}: {len(parts)} sizes for {len(free)} inputs {free}"
+                )
+            sizes = dict(zip(free, parts, strict=True))
+    except ValueError:
+        raise CampaignError(
+            f"--grid {text}: expected sizes such as 32x32, 32 or m=32,n=16"
+        ) from None
+    bad = {k: v for k, v in sizes.items() if v < 1}
+    if bad:
+        raise CampaignError(f"--grid {text}: sizes must be >= 1 ({bad})")
+    return sizes
+
+
+def offset_axis(parameter: Parameter, size: int) -> np.ndarray:
+    """Cell centres of ``size`` equal (geometric when log) cells over a range input."""
+    if parameter.values is not None or parameter.low is None or parameter.high is None:
+        return parameter.grid(size)
+    fraction = (np.arange(size) + 0.5) / size
+    low, high = float(parameter.low), float(parameter.high)
+    if parameter.log:
+        raw = low * (high / low) ** fraction
+    else:
+        raw = low + fraction * (high - low)
+    if parameter.kind == "int":
+        return np.unique(np.clip(np.round(raw), low, high).astype(np.int64))
+    return raw.astype(np.float64)
+
+
+def validation_grid(space: Space, sizes: Mapping[str, int]) -> pd.DataFrame:
+    """The validation points: the Cartesian product of the offset axes."""
+    axes = []
+    for parameter in space.inputs:
+        if parameter.name in space.fixed_inputs:
+            axes.append(np.array([space.fixed_inputs[parameter.name]], dtype=parameter.dtype))
+        else:
+            axes.append(offset_axis(parameter, int(sizes.get(parameter.name, 8))))
+    mesh = np.meshgrid(*[np.arange(len(a)) for a in axes], indexing="ij")
+    return pd.DataFrame(
+        {p.name: axes[i][mesh[i].ravel()] for i, p in enumerate(space.inputs)}
+    ).astype({p.name: p.dtype for p in space.inputs})
+
+
+# ------------------------------------------------------------------------------ measuring
+def measure_pairs(
+    campaign: Campaign,
+    points: pd.DataFrame,
+    tuned: pd.DataFrame,
+    reference: pd.DataFrame,
+    *,
+    repeats: int,
+    tag: str,
+    progress: Progress | None = None,
+) -> pd.DataFrame:
+    """Measure both configurations of every point ``repeats`` times, interleaved (see the
+    module docstring), appending every measurement to the store.
+
+    Returns one row per measurement: ``point``, ``round``, ``side``, ``order`` (0: measured
+    first of its pair), ``value`` (the primary objective) and ``status``.
+    """
+    space = campaign.space
+    objective = campaign.setup.objectives[0]
+    n_points = len(points)
+    inputs = points[space.input_names].reset_index(drop=True)
+    designs = {"tuned": tuned.reset_index(drop=True), "reference": reference.reset_index(drop=True)}
+    records = []
+    total, done = repeats * n_points, 0
+    for round_index in range(repeats):
+        for start in range(0, n_points, BATCH_POINTS):
+            point = np.repeat(np.arange(start, min(start + BATCH_POINTS, n_points)), 2)
+            tuned_first = (point + round_index) % 2 == 0
+            second = np.arange(len(point)) % 2 == 1
+            side = np.where(tuned_first ^ second, "tuned", "reference")
+            rows = inputs.iloc[point].reset_index(drop=True)
+            for parameter in space.design:
+                values = np.where(
+                    side == "tuned",
+                    designs["tuned"][parameter.name].to_numpy(dtype=object)[point],
+                    designs["reference"][parameter.name].to_numpy(dtype=object)[point],
+                )
+                rows[parameter.name] = pd.Series(values).astype(parameter.dtype)
+            results = campaign.setup.executor.run(rows[space.names])
+            results["message"] = [
+                f"{str(message or '').strip()} origin={tag}:{s}:round{round_index}".strip()
+                for message, s in zip(results["message"], side, strict=True)
+            ]
+            campaign.store.append(rows[space.names], results)
+            records.append(
+                pd.DataFrame(
+                    {
+                        "point": point,
+                        "round": round_index,
+                        "side": side,
+                        "order": second.astype(np.int64),
+                        "value": results[objective].to_numpy(dtype=np.float64),
+                        "status": results["status"].to_numpy(dtype=object),
+                    }
+                )
+            )
+            done += len(point) // 2
+            if progress:
+                progress(tag.split("@")[0], done, total)
+    return pd.concat(records, ignore_index=True)
+
+
+# ----------------------------------------------------------------------------- statistics
+def cost_matrices(
+    measurements: pd.DataFrame, n_points: int, repeats: int, *, maximize: bool
+) -> dict[str, np.ndarray]:
+    """Per side, the (points x repeats) log costs; NaN where a measurement failed."""
+    out = {}
+    for side in SIDES:
+        matrix = np.full((n_points, repeats), np.nan)
+        rows = measurements[(measurements["side"] == side) & (measurements["status"] == "ok")]
+        values = rows["value"].to_numpy(dtype=np.float64)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            cost = -np.log(values) if maximize else np.log(values)
+        matrix[rows["point"].to_numpy(), rows["round"].to_numpy()] = np.where(
+            np.isfinite(cost), cost, np.nan
+        )
+        out[side] = matrix
+    return out
+
+
+def noise_threshold(
+    costs: Mapping[str, np.ndarray],
+    rng: np.random.Generator,
+    *,
+    quantile: float = NOISE_QUANTILE,
+    draws: int = BOOTSTRAP_DRAWS,
+) -> float:
+    """The A/A noise of the log ratio of medians (see the module docstring); 0 without data."""
+    rows = np.vstack([costs[side] for side in SIDES])
+    counts = np.sum(np.isfinite(rows), axis=1)
+    pooled = []
+    for count in np.unique(counts[counts >= 2]):
+        block = rows[counts == count]
+        values = np.sort(np.where(np.isfinite(block), block, np.inf), axis=1)[:, :count]
+        shape = (len(values), draws, int(count))
+        first = np.take_along_axis(
+            values[:, None, :].repeat(draws, axis=1), rng.integers(0, count, shape), axis=2
+        )
+        second = np.take_along_axis(
+            values[:, None, :].repeat(draws, axis=1), rng.integers(0, count, shape), axis=2
+        )
+        pooled.append(np.abs(np.median(first, axis=2) - np.median(second, axis=2)).ravel())
+    if not pooled:
+        return 0.0
+    return float(np.quantile(np.concatenate(pooled), quantile))
+
+
+def _one_sided_pvalues(tuned: np.ndarray, reference: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mann-Whitney U p-values per row: tuned cheaper, tuned dearer (exact without ties)."""
+    from scipy.stats import mannwhitneyu
+
+    faster = np.full(len(tuned), np.nan)
+    slower = np.full(len(tuned), np.nan)
+    for index in range(len(tuned)):
+        a, b = tuned[index], reference[index]
+        a, b = a[np.isfinite(a)], b[np.isfinite(b)]
+        if len(a) < 2 or len(b) < 2:
+            continue
+        if np.all(np.concatenate([a, b]) == a[0]):
+            faster[index] = slower[index] = 1.0
+            continue
+        faster[index] = mannwhitneyu(a, b, alternative="less").pvalue
+        slower[index] = mannwhitneyu(a, b, alternative="greater").pvalue
+    return faster, slower
+
+
+def _fdr(pvalues: np.ndarray) -> np.ndarray:
+    """Benjamini-Hochberg adjusted p-values (NaN stays NaN)."""
+    from scipy.stats import false_discovery_control
+
+    out = np.full(len(pvalues), np.nan)
+    usable = np.isfinite(pvalues)
+    if usable.any():
+        out[usable] = false_discovery_control(pvalues[usable], method="bh")
+    return out
+
+
+def point_statistics(
+    costs: Mapping[str, np.ndarray], *, alpha: float, noise_log: float
+) -> pd.DataFrame:
+    """Per point: medians, speedup, p-values, adjusted p-values and the verdict."""
+    tuned, reference = costs["tuned"], costs["reference"]
+    ok_tuned = np.sum(np.isfinite(tuned), axis=1)
+    ok_reference = np.sum(np.isfinite(reference), axis=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN rows of failed points
+        median_tuned = np.nanmedian(tuned, axis=1)
+        median_reference = np.nanmedian(reference, axis=1)
+    log_speedup = median_reference - median_tuned
+    p_faster, p_slower = _one_sided_pvalues(tuned, reference)
+    q_faster, q_slower = _fdr(p_faster), _fdr(p_slower)
+    usable = (ok_tuned >= 2) & (ok_reference >= 2)
+    verdict = np.full(len(tuned), "neutral", dtype=object)
+    verdict[usable & (q_faster < alpha) & (log_speedup > noise_log)] = "progression"
+    verdict[usable & (q_slower < alpha) & (log_speedup < -noise_log)] = "regression"
+    verdict[~usable] = "failed"
+    return pd.DataFrame(
+        {
+            "tuned_cost": median_tuned,
+            "reference_cost": median_reference,
+            "speedup": np.exp(log_speedup),
+            "ok_tuned": ok_tuned,
+            "ok_reference": ok_reference,
+            "p_faster": p_faster,
+            "p_slower": p_slower,
+            "q_faster": q_faster,
+            "q_slower": q_slower,
+            "verdict": verdict,
+        }
+    )
+
+
+def summarize(table: pd.DataFrame, inputs: list[str]) -> dict[str, Any]:
+    """Geometric-mean speedup, shares of progressions and regressions, their means, extremes."""
+    compared = table[table["verdict"] != "failed"]
+    speedup = compared["speedup"].to_numpy(dtype=np.float64)
+    progressions = compared[compared["verdict"] == "progression"]["speedup"]
+    regressions = compared[compared["verdict"] == "regression"]["speedup"]
+    n = len(compared)
+
+    def point(row: pd.Series) -> dict[str, Any]:
+        return {
+            "inputs": {name: _plain(row[name]) for name in inputs},
+            "speedup": float(row["speedup"]),
+            "slowdown": float(1.0 / row["speedup"]),
+            "verdict": str(row["verdict"]),
+        }
+
+    return {
+        "points": len(table),
+        "compared": n,
+        "failed": int((table["verdict"] == "failed").sum()),
+        "same_configuration": int(table["same_configuration"].sum()),
+        "geomean_speedup": float(np.exp(np.mean(np.log(speedup)))) if n else math.nan,
+        "median_speedup": float(np.median(speedup)) if n else math.nan,
+        "progressions": {
+            "count": len(progressions),
+            "share": len(progressions) / n if n else math.nan,
+            "mean_speedup": float(progressions.mean()) if len(progressions) else None,
+        },
+        "regressions": {
+            "count": len(regressions),
+            "share": len(regressions) / n if n else math.nan,
+            "mean_slowdown": float((1.0 / regressions).mean()) if len(regressions) else None,
+        },
+        "worst": point(compared.loc[compared["speedup"].idxmin()]) if n else None,
+        "best": point(compared.loc[compared["speedup"].idxmax()]) if n else None,
+    }
+
+
+# ------------------------------------------------------------------------------ the run
+@dataclass
+class Validation:
+    """One validation run: per-point table, raw measurements and the summary.
+
+    Attributes:
+        points: one row per point: inputs, ``tuned_<p>`` and ``reference_<p>`` configurations,
+            then the columns of :func:`point_statistics` and ``same_configuration``.
+        measurements: one row per measurement (see :func:`measure_pairs`).
+        summary: :func:`summarize` plus the settings (JSON-ready).
+    """
+
+    points: pd.DataFrame
+    measurements: pd.DataFrame
+    summary: dict[str, Any] = field(default_factory=dict)
+
+    def save(self, folder: Path) -> list[Path]:
+        folder.mkdir(parents=True, exist_ok=True)
+        paths = [folder / "points.csv", folder / "measurements.csv", folder / "summary.json"]
+        self.points.to_csv(paths[0], index=False)
+        self.measurements.to_csv(paths[1], index=False)
+        paths[2].write_text(json.dumps(self.summary, indent=2, sort_keys=True) + "\n")
+        return paths
+
+    @classmethod
+    def load(cls, folder: Path) -> Validation:
+        if not (folder / "summary.json").exists():
+            raise CampaignError(f"{folder}: no validation there (summary.json missing)")
+        points = pd.read_csv(folder / "points.csv", keep_default_na=False, na_values=[""])
+        measurements = pd.read_csv(folder / "measurements.csv")
+        return cls(points, measurements, json.loads((folder / "summary.json").read_text()))
+
+    def configurations(self, side: str, space: Space) -> pd.DataFrame:
+        """The ``side`` (tuned / reference) configurations, in the design's dtypes."""
+        return pd.DataFrame(
+            {p.name: self.points[f"{side}_{p.name}"].astype(p.dtype) for p in space.design}
+        )
+
+    def describe(self) -> str:
+        """One paragraph of the main numbers."""
+        s = self.summary
+        worst = s.get("worst") or {}
+        where = ", ".join(f"{k}={v}" for k, v in worst.get("inputs", {}).items())
+        return (
+            f"{s['tuned']} vs {s['reference']} at {s['compared']} points "
+            f"({s['repeats']} repeats): geometric-mean speedup {s['geomean_speedup']:.3f}x; "
+            f"progressions {100 * s['progressions']['share']:.1f}%"
+            + _mean(s["progressions"]["mean_speedup"], "mean")
+            + f", regressions {100 * s['regressions']['share']:.1f}%"
+            + _mean(s["regressions"]["mean_slowdown"], "mean slowdown")
+            + f"; worst {worst.get('speedup', math.nan):.3f}x at {where}"
+            + f"; noise threshold +-{100 * s['noise_threshold']:.1f}%"
+        )
+
+
+def _mean(value: float | None, label: str) -> str:
+    return f" ({label} {value:.3f}x)" if value is not None else ""
+
+
+def validate(
+    campaign: Campaign,
+    reference: Reference,
+    *,
+    sizes: Mapping[str, int] | None = None,
+    points: pd.DataFrame | None = None,
+    tuned: Reference | None = None,
+    repeats: int = DEFAULT_REPEATS,
+    alpha: float = DEFAULT_ALPHA,
+    seed: int = 0,
+    purpose: str = "validate",
+    progress: Progress | None = None,
+) -> Validation:
+    """Measure ``tuned`` (default: the campaign's header) against ``reference`` at ``points``
+    (default: the validation grid of ``sizes``) and decide per point (module docstring)."""
+    if repeats < 2:
+        raise CampaignError(f"--repeats {repeats}: at least 2 repeats are needed for a test")
+    if not 0.0 < alpha < 1.0:
+        raise CampaignError(f"--alpha {alpha}: must lie in (0, 1)")
+    differences = campaign.environment_warnings()
+    for difference in differences:
+        warnings.warn(
+            f"{campaign.directory}: this machine differs from the one the campaign measured on "
+            f"({difference}); the validation measures this machine",
+            EnvironmentMismatchWarning,
+            stacklevel=2,
+        )
+    space = campaign.sampling_space
+    if points is None:
+        points = validation_grid(space, sizes or {})
+    points = points[space.input_names].reset_index(drop=True)
+    tuned = tuned or campaign_header(campaign)
+    tuned_configs = tuned.configurations(points)
+    reference_configs = reference.configurations(points)
+    tag = f"{purpose}@{time.strftime('%Y%m%dT%H%M%S')}"
+    started = time.perf_counter()
+    measurements = measure_pairs(
+        campaign,
+        points,
+        tuned_configs,
+        reference_configs,
+        repeats=repeats,
+        tag=tag,
+        progress=progress,
+    )
+    maximize = campaign.setup.directions[0] == "maximize"
+    costs = cost_matrices(measurements, len(points), repeats, maximize=maximize)
+    noise_log = noise_threshold(costs, np.random.default_rng(seed))
+    statistics = point_statistics(costs, alpha=alpha, noise_log=noise_log)
+    same = np.all(
+        space.design_codes(tuned_configs) == space.design_codes(reference_configs), axis=1
+    )
+    table = pd.concat(
+        [
+            points,
+            tuned_configs.add_prefix("tuned_"),
+            reference_configs.add_prefix("reference_"),
+            statistics,
+            pd.DataFrame({"same_configuration": same}),
+        ],
+        axis=1,
+    )
+    optimization_grid = campaign.grid()[space.input_names]
+    on_grid = points.merge(optimization_grid.drop_duplicates(), on=space.input_names).shape[0]
+    summary = summarize(table, space.input_names)
+    summary["uncorrected"] = {
+        "progressions": int(
+            ((table["p_faster"] < alpha) & (np.log(table["speedup"]) > noise_log)).sum()
+        ),
+        "regressions": int(
+            ((table["p_slower"] < alpha) & (np.log(table["speedup"]) < -noise_log)).sum()
+        ),
+    }
+    summary.update(
+        {
+            "run": tag,
+            "tuned": tuned.label,
+            "reference": reference.label,
+            "reference_kind": reference.kind,
+            "objective": campaign.setup.objectives[0],
+            "direction": campaign.setup.directions[0],
+            "inputs": space.input_names,
+            "log_inputs": [p.name for p in space.inputs if p.log],
+            "grid": {k: int(v) for k, v in (sizes or {}).items()},
+            "grid_kind": "cell centres (geometric for log inputs) of equal cells per input",
+            "on_optimization_grid": int(on_grid),
+            "repeats": repeats,
+            "measurements": len(measurements),
+            "alpha": alpha,
+            "test": (
+                "one-sided Mann-Whitney U on the per-round medians, Benjamini-Hochberg over "
+                "points, and |log speedup| beyond the noise threshold"
+            ),
+            "noise_threshold": float(math.exp(noise_log) - 1.0),
+            "noise_method": (
+                f"{NOISE_QUANTILE:.2f} quantile of |log ratio of medians| of two bootstrap "
+                f"resamples of one configuration's repeats at one point ({BOOTSTRAP_DRAWS} "
+                "draws per point and side)"
+            ),
+            "seconds": round(time.perf_counter() - started, 1),
+            "environment_warnings": differences,
+        }
+    )
+    if repeats < 4:
+        summary["warning"] = (
+            f"{repeats} repeats: the Mann-Whitney test cannot reach alpha={alpha}; "
+            "no point can be called a progression or regression"
+        )
+    return Validation(table, measurements, summary)
+
+
+def write_validation(validation: Validation, folder: Path, space: Space) -> list[Path]:
+    """``summary.json``, ``points.csv``, ``measurements.csv`` and the figures into ``folder``."""
+    from mlkaps_gpu.analysis._plots import speedup_figures
+
+    paths = validation.save(folder)
+    paths += speedup_figures(validation.points, validation.summary, space, folder)
+    return paths
+
+
+def _plain(value: Any) -> Any:
+    return value.item() if hasattr(value, "item") else value
+
+
+# ----------------------------------------------------------------------------------- CLI
+def add_common_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--grid", default="32", help="validation grid: 32x32, 32 or m=32,n=16")
+    parser.add_argument(
+        "--repeats", type=int, default=DEFAULT_REPEATS, help="measurements per configuration"
+    )
+    parser.add_argument(
+        "--alpha", type=float, default=DEFAULT_ALPHA, help="false discovery rate of the test"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed of the noise bootstrap")
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add the ``validate`` command to ``subparsers``."""
+    parser = subparsers.add_parser(
+        "validate", help="measure the header's configurations against a reference"
+    )
+    parser.add_argument("directory", type=Path, help="campaign directory")
+    parser.add_argument(
+        "--reference",
+        default="expert",
+        help="expert | name=value,... | table.csv | module:function | campaign directory",
+    )
+    add_common_arguments(parser)
+    return parser
+
+
+def progress_bar(args: argparse.Namespace) -> Any:
+    from mlkaps_gpu.campaign._cli import _Progress
+
+    return _Progress(bool(getattr(args, "quiet", False)))
+
+
+def report_warnings(caught: list[warnings.WarningMessage]) -> None:
+    import sys
+
+    for warning in caught:
+        text = " ".join(str(warning.message).split())
+        print(f"mlkaps-gpu: warning: {text}", file=sys.stderr)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``validate``; a bad directory, reference or grid raises CampaignError."""
+    campaign = Campaign.open(args.directory)
+    progress = progress_bar(args)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", EnvironmentMismatchWarning)
+            reference = resolve_reference(args.reference, campaign)
+            sizes = parse_grid(args.grid, campaign.sampling_space)
+            validation = validate(
+                campaign,
+                reference,
+                sizes=sizes,
+                repeats=args.repeats,
+                alpha=args.alpha,
+                seed=args.seed,
+                progress=progress,
+            )
+        report_warnings(caught)
+        folder = campaign.directory / "validation"
+        write_validation(validation, folder, campaign.space)
+    finally:
+        progress.close()
+        campaign.setup.executor.close()
+    if not getattr(args, "quiet", False):
+        print(validation.describe())
+        print(f"written to {folder}/")
+    return 0
