@@ -35,14 +35,21 @@ def main() -> int:
     summary = campaign.run()
     wall = time.perf_counter() - started
     print(json.dumps(summary, indent=1, default=str))
-    print(f"campaign wall time {wall:.1f} s, of which executor "
-          f"{summary.get('sampling', {}).get('executor_seconds', float('nan'))} s")
-    compiled = CompiledHeader(campaign.load_selector(), campaign.header_path.read_text(),
-                              prefix=config.trees.prefix, build_dir=args.out / "build")
+    print(
+        f"campaign wall time {wall:.1f} s, of which executor "
+        f"{summary.get('sampling', {}).get('executor_seconds', float('nan'))} s"
+    )
+    compiled = CompiledHeader(
+        campaign.load_selector(),
+        campaign.header_path.read_text(),
+        prefix=config.trees.prefix,
+        build_dir=args.out / "build",
+    )
     sizes = [96, 200, 500, 1000, 2500]
     rng = np.random.default_rng(1)
-    points = pd.DataFrame({"m": rng.choice(sizes, 12), "n": rng.choice(sizes, 12),
-                           "k": rng.choice(sizes, 12)})
+    points = pd.DataFrame(
+        {"m": rng.choice(sizes, 12), "n": rng.choice(sizes, 12), "k": rng.choice(sizes, 12)}
+    )
     tuned = pd.concat([points, compiled(points)], axis=1)
     expert_config = load_builtin("gemm_cuda").expert_for({})
     expert = points.assign(**expert_config)
@@ -50,17 +57,21 @@ def main() -> int:
     measured_tuned = executor.run(tuned[campaign.space.names])
     measured_expert = executor.run(expert[campaign.space.names])
     table = points.copy()
-    table["tuned"] = [f"{a}x{b}/{c}" for a, b, c in
-                      tuned[["block_x", "block_y", "tile_k"]].itertuples(index=False)]
+    table["tuned"] = [
+        f"{a}x{b}/{c}"
+        for a, b, c in tuned[["block_x", "block_y", "tile_k"]].itertuples(index=False)
+    ]
     table["tuned_ms"] = measured_tuned["time"] * 1e3
     table["expert_ms"] = measured_expert["time"] * 1e3
     table["speedup"] = table["expert_ms"] / table["tuned_ms"]
     print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     ok = table["speedup"].notna()
-    print(f"geometric-mean speedup over the expert: "
-          f"{float(np.exp(np.log(table['speedup'][ok]).mean())):.3f} on {int(ok.sum())} points; "
-          f"statuses tuned {measured_tuned['status'].value_counts().to_dict()}, expert "
-          f"{measured_expert['status'].value_counts().to_dict()}")
+    print(
+        f"geometric-mean speedup over the expert: "
+        f"{float(np.exp(np.log(table['speedup'][ok]).mean())):.3f} on {int(ok.sum())} points; "
+        f"statuses tuned {measured_tuned['status'].value_counts().to_dict()}, expert "
+        f"{measured_expert['status'].value_counts().to_dict()}"
+    )
     return 0
 
 

@@ -43,10 +43,14 @@ def campaign_for(budget: int, work: Path, reuse: dict[int, Path]) -> Campaign:
     text = text.replace("budget = 1000", f"budget = {budget}")
     config = parse_config(text, path=CONFIG, label=CONFIG.name)
     directory = work / f"lu{budget}"
-    if budget in reuse and not directory.exists():
-        shutil.copytree(reuse[budget], directory)
-        print(f"budget {budget}: copied {reuse[budget]} to {directory}", flush=True)
-    campaign = Campaign.create_or_resume(config, directory)
+    if budget in reuse:
+        if not directory.exists():
+            shutil.copytree(reuse[budget], directory)
+            print(f"budget {budget}: copied {reuse[budget]} to {directory}", flush=True)
+        # a reused campaign keeps the configuration it was tuned with
+        campaign = Campaign.open(directory)
+    else:
+        campaign = Campaign.create_or_resume(config, directory)
     started = time.perf_counter()
     campaign.run()
     print(f"budget {budget}: campaign ready in {time.perf_counter() - started:.0f} s", flush=True)
@@ -152,6 +156,7 @@ def run_budget(budget: int, args: argparse.Namespace, reuse: dict[int, Path]) ->
         "repeats": args.repeats,
         "sampling": meta.get("sampling", {}),
         "tree": {k: v for k, v in meta.get("trees", {}).items() if k != "depth_sweep"},
+        "config": (campaign.directory / "config.toml").read_text(encoding="utf-8"),
         "before": headline(result.summary["before"]),
         "after": headline(result.summary["after"]),
         "merge": {
@@ -208,9 +213,13 @@ def markdown(records: list[dict[str, Any]], args: argparse.Namespace) -> str:
                 f"{', '.join(f'{k}={v}' for k, v in (h['worst at'] or {}).items())} | "
                 f"+-{100 * h['noise threshold']:.1f}% | {h['uncorrected regressions']} |"
             )
-    lines += ["", "| budget | kept tuned / expert | merged tree | tree agrees | "
-              "tuned / OpenBLAS | expert / OpenBLAS | merged / OpenBLAS | sampling s | "
-              "validate s | merge s |", "|---|---|---|---|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        "| budget | kept tuned / expert | merged tree | tree agrees | "
+        "tuned / OpenBLAS | expert / OpenBLAS | merged / OpenBLAS | sampling s | "
+        "validate s | merge s |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for record in records:
         merge_info, blas = record["merge"], record["openblas"]
         tree = merge_info["tree"]
@@ -242,11 +251,15 @@ def main() -> int:
     parser.add_argument("--work", type=Path, default=Path("runs/lu_vs_expert"))
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument(
-        "--reuse", action="append", default=[], metavar="BUDGET=DIR",
+        "--reuse",
+        action="append",
+        default=[],
+        metavar="BUDGET=DIR",
         help="copy a finished campaign of that budget instead of tuning",
     )
     parser.add_argument(
-        "--resume-validation", action="store_true",
+        "--resume-validation",
+        action="store_true",
         help="reuse DIR/validation of a campaign when present (skip the first comparison)",
     )
     parser.add_argument("--tag", default="", help="suffix of the result file names")

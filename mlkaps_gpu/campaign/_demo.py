@@ -48,8 +48,8 @@ log_target = true
 grid = { n = 64 }
 
 [trees]
-mode = "per_parameter"
-max_depth = 6
+mode = "joint"
+max_depth = "auto"
 prefix = "demo"
 """
 

@@ -213,6 +213,11 @@ def merge(
             f"the comparison given was made against {before.summary.get('reference')!r}, "
             f"not {expert.label!r}"
         )
+    elif before.summary.get("tuned") != campaign.header_path.name:
+        raise CampaignError(
+            f"the comparison given measured {before.summary.get('tuned')!r}, not the "
+            f"campaign's header {campaign.header_path.name!r}"
+        )
     decisions = decide(before, space)
     mode = mode or merged_mode()
     started = time.perf_counter()

@@ -27,7 +27,7 @@ from mlkaps_gpu.executors._base import OK, RUNTIME_ERROR, Executor, ExecutorErro
 _TIMERS: dict[str, Callable[[], float]] = {"wall": time.perf_counter, "cpu": time.process_time}
 
 
-class _Failure(Exception):
+class _Failure(Exception):  # noqa: N818 - internal signal, never escapes
     """A row's measurement failed; the message is the reason."""
 
 

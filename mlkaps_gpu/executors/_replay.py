@@ -146,7 +146,10 @@ class ReplayExecutor(Executor):
         self._message = combined["message"].to_numpy(dtype=object)
         self._raw_times = combined["raw_times"].to_numpy(dtype=object)
         self._n_repeats = np.array(
-            [_count(raw) if st == OK else 0 for raw, st in zip(self._raw_times, self._status)],
+            [
+                _count(raw) if st == OK else 0
+                for raw, st in zip(self._raw_times, self._status, strict=True)
+            ],
             dtype=np.int64,
         )
 

@@ -130,8 +130,18 @@ def sweep_depths(
             }
         )
         selectors[depth] = selector
-        if size["depth"] < depth:
-            break  # the trees stopped growing: deeper limits change nothing
+        previous = rows[-2] if len(rows) > 1 else None
+        if (
+            size["depth"] < depth
+            and previous is not None
+            and previous["actual_depth"] == size["depth"]
+            and previous["leaves"] == size["leaves"]
+            and previous["mean_regret"] == regret.mean
+        ):
+            # the same tree twice although allowed to grow: deeper limits change nothing (a
+            # single shallower tree is not enough evidence: greedy splits and sibling merges
+            # can give a shallow tree at one limit and a deeper, better one at the next)
+            break
     table = pd.DataFrame(rows)
     best = float(table["mean_regret"].min())
     within = table[table["mean_regret"] <= best + tolerance]
