@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import logging
 import sys
@@ -16,6 +17,14 @@ from typing import Any
 from mlkaps_gpu import __version__
 
 EXIT_USAGE = 2
+#: Commands whose parser and implementation live in their own modules.
+_COMMAND_MODULES = {
+    "validate": "mlkaps_gpu.campaign._validate",
+    "merge": "mlkaps_gpu.campaign._merge",
+    "report": "mlkaps_gpu.analysis._report",
+    "export": "mlkaps_gpu.campaign._export",
+    "analyze": "mlkaps_gpu.analysis._cli",
+}
 log = logging.getLogger("mlkaps_gpu")
 
 
@@ -69,6 +78,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo = commands.add_parser("demo", help="tune the built-in example end to end")
     demo.add_argument("--out", type=Path, default=Path("mlkaps-demo"))
     demo.add_argument("--budget", type=int, default=None, help="override the demo budget")
+    for module_name in _COMMAND_MODULES.values():
+        importlib.import_module(module_name).add_parser(commands)
     return parser
 
 
@@ -87,6 +98,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _select(args)
         if args.command == "demo":
             return _demo(args)
+        if args.command in _COMMAND_MODULES:
+            return int(importlib.import_module(_COMMAND_MODULES[args.command]).run(args))
     except (ConfigError, CampaignError, SpaceError) as error:
         print(f"mlkaps-gpu: error: {_one_line(error)}", file=sys.stderr)
         return EXIT_USAGE
