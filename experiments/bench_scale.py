@@ -157,6 +157,7 @@ def child(method: str, size: int, batch: int, trees: int, profile: int) -> dict[
         "wall": wall,
         "cpu": wall_cpu,
         "kernel_cpu": cpu["kernel"],
+        **{f"{part}_cpu": cpu[part] for part in PARTS if part != "other"},
         **{part: totals[part] for part in PARTS},
         "baseline_mb": baseline_kb / 1024,
         "peak_mb": peak_kb / 1024,

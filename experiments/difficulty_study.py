@@ -48,12 +48,13 @@ def load_tables(root: Path) -> dict[str, object]:
 
 def strategy_results(out: Path) -> pd.DataFrame | None:
     """Per GPU: mean fraction of optimum at budgets 100 and 400, and the mean score, of the
-    constraint-aware strategies of the strategies study (None if it has not run)."""
+    constraint-aware strategies of the strategies study, random search excluded (None if it
+    has not run)."""
     runs_path, scores_path = out / "strategies_runs.csv", out / "strategies_scores.csv"
     if not runs_path.is_file() or not scores_path.is_file():
         return None
     runs = pd.read_csv(runs_path)
-    runs = runs[~runs["strategy"].str.contains("unaware")]
+    runs = runs[~runs["strategy"].str.contains("unaware") & (runs["strategy"] != "random_search")]
     root = Path(os.environ["MLKAPS_GPU_DATA"])
     optimum = {
         gpu: load_kernel_tuner_cache(root / "convolution_6gpu" / f"{gpu}.json.gz").best()
@@ -62,7 +63,9 @@ def strategy_results(out: Path) -> pd.DataFrame | None:
     runs = runs.assign(fraction=runs["gpu"].map(optimum) / runs["best"])
     fraction = runs.groupby(["gpu", "budget"])["fraction"].mean().unstack("budget")
     scores = pd.read_csv(scores_path, index_col="strategy")
-    aware = scores.loc[[s for s in scores.index if "unaware" not in s], list(GPUS)]
+    aware = scores.loc[
+        [s for s in scores.index if "unaware" not in s and s != "random_search"], list(GPUS)
+    ]
     table = pd.DataFrame(
         {
             "fraction b=100": fraction[100],

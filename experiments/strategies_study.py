@@ -122,11 +122,16 @@ def summarise(
 
 
 def markdown(frame: pd.DataFrame, digits: int = 3, *, signed: bool = True) -> str:
+    """A markdown table; numbers signed except in columns named 'fraction ...'."""
     header = "| " + " | ".join([frame.index.name or "", *map(str, frame.columns)]) + " |"
     lines = [header, "|" + "---|" * (len(frame.columns) + 1)]
     for index, row in frame.iterrows():
-        form = f"{'+' if signed else ''}.{digits}f"
-        cells = [format(v, form) if isinstance(v, float) else str(v) for v in row]
+        cells = []
+        for column, value in row.items():
+            plus = "+" if signed and not str(column).startswith("fraction") else ""
+            cells.append(
+                format(value, f"{plus}.{digits}f") if isinstance(value, float) else str(value)
+            )
         lines.append(f"| {index} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

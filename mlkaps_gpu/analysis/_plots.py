@@ -48,9 +48,21 @@ def _speedup_axis(axis: Any, which: str) -> None:
     target.set_minor_formatter(FuncFormatter(lambda value, _: ""))
 
 
+def _input_axis(axis: Any, which: str, log: bool) -> None:
+    """An input axis: logarithmic for log-scaled inputs, labelled with plain numbers."""
+    from matplotlib.ticker import FuncFormatter
+
+    if not log:
+        return
+    (axis.set_xscale if which == "x" else axis.set_yscale)("log")
+    target = axis.xaxis if which == "x" else axis.yaxis
+    target.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    target.set_minor_formatter(FuncFormatter(lambda value, _: ""))
+
+
 def _png(figure: Any) -> bytes:
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
+    figure.savefig(buffer, format="png", dpi=100)
     _pyplot().close(figure)
     return buffer.getvalue()
 
@@ -100,7 +112,7 @@ def speedup_map(
     )
     limit = max(float(np.nanmax(np.abs(table["log2_speedup"]))) if len(table) else 0.0, 0.2)
     if len(shown) == 1:
-        figure, axis = plt.subplots(figsize=(6.4, 3.8))
+        figure, axis = plt.subplots(figsize=(6.4, 3.8), layout="constrained")
         curve = table.groupby(shown[0])["log2_speedup"].mean()
         axis.plot(curve.index, 2.0 ** curve.to_numpy(), color="#333333", linewidth=1)
         for verdict, colour in VERDICT_COLOURS.items():
@@ -113,14 +125,13 @@ def speedup_map(
         axis.legend(fontsize=8)
         axis.set_xlabel(shown[0])
         axis.set_ylabel("speedup")
-        if shown[0] in log_inputs:
-            axis.set_xscale("log")
+        _input_axis(axis, "x", shown[0] in log_inputs)
         axis.set_title(title)
         return _png(figure)
     x_name, y_name = shown
     grid = table.groupby([y_name, x_name])["log2_speedup"].mean().unstack(x_name)
     xs, ys = grid.columns.to_numpy(), grid.index.to_numpy()
-    figure, axis = plt.subplots(figsize=(6.8, 5.4))
+    figure, axis = plt.subplots(figsize=(6.8, 5.4), layout="constrained")
     mesh = axis.pcolormesh(
         _edges(xs, x_name in log_inputs),
         _edges(ys, y_name in log_inputs),
@@ -135,15 +146,14 @@ def speedup_map(
             axis.scatter(
                 cells[x_name], cells[y_name], marker=marker, s=size, color="black", linewidths=0.8
             )
-    if x_name in log_inputs:
-        axis.set_xscale("log")
-    if y_name in log_inputs:
-        axis.set_yscale("log")
+    _input_axis(axis, "x", x_name in log_inputs)
+    _input_axis(axis, "y", y_name in log_inputs)
     axis.set_xlabel(x_name)
     axis.set_ylabel(y_name)
     axis.set_title(f"{title}\n(. within noise, x regression beyond noise)", fontsize=10)
     bar = figure.colorbar(mesh, ax=axis)
-    ticks = np.arange(-np.ceil(limit), np.ceil(limit) + 0.5, 0.5)
+    step = 0.5 if limit <= 2 else (1.0 if limit <= 5 else 2.0)
+    ticks = np.arange(-np.ceil(limit), np.ceil(limit) + step, step)
     ticks = ticks[np.abs(ticks) <= limit]
     bar.set_ticks(ticks)
     bar.set_ticklabels([f"{2.0**t:.3g}x" for t in ticks])
@@ -156,7 +166,7 @@ def speedup_histogram(points: pd.DataFrame, *, title: str, noise: float) -> byte
     plt = _pyplot()
     table = points[points["verdict"] != "failed"]
     speedup = table["speedup"].to_numpy(dtype=float)
-    figure, axis = plt.subplots(figsize=(6.4, 3.8))
+    figure, axis = plt.subplots(figsize=(6.4, 3.8), layout="constrained")
     if len(speedup):
         low = min(float(speedup.min()), 1.0 / (1.0 + noise)) * 0.97
         high = max(float(speedup.max()), 1.0 + noise) * 1.03
@@ -205,7 +215,7 @@ def speedup_figures(
 def samples_over_time(table: pd.DataFrame, objective: str, origin: pd.Series) -> bytes:
     """Objective of every stored sample in order, coloured by origin; count over wall time."""
     plt = _pyplot()
-    figure, (left, right) = plt.subplots(1, 2, figsize=(11, 3.8))
+    figure, (left, right) = plt.subplots(1, 2, figsize=(11, 3.8), layout="constrained")
     index = np.arange(len(table))
     values = table[objective].to_numpy(dtype=float)
     colours = plt.get_cmap("tab10")
@@ -236,7 +246,7 @@ def samples_over_time(table: pd.DataFrame, objective: str, origin: pd.Series) ->
 def predicted_vs_measured(measured: np.ndarray, predicted: np.ndarray, objective: str) -> bytes:
     """Cross-validated predictions against measurements, log-log where positive."""
     plt = _pyplot()
-    figure, axis = plt.subplots(figsize=(5.2, 5.0))
+    figure, axis = plt.subplots(figsize=(5.2, 5.0), layout="constrained")
     axis.scatter(measured, predicted, s=5, alpha=0.5, color="#2166ac")
     finite = np.concatenate([measured, predicted])
     finite = finite[np.isfinite(finite)]
@@ -269,7 +279,9 @@ def optimum_maps(optima: pd.DataFrame, space: Space) -> bytes | None:
     count = len(space.design)
     columns = min(3, count)
     rows = (count + columns - 1) // columns
-    figure, axes = plt.subplots(rows, columns, figsize=(4.6 * columns, 3.8 * rows), squeeze=False)
+    figure, axes = plt.subplots(
+        rows, columns, figsize=(4.6 * columns, 3.8 * rows), squeeze=False, layout="constrained"
+    )
     for axis, parameter in zip(axes.ravel(), space.design, strict=False):
         codes = parameter.codes(table[parameter.name].to_numpy())
         categorical = parameter.kind in ("categorical", "bool")
@@ -295,8 +307,7 @@ def optimum_maps(optima: pd.DataFrame, space: Space) -> bytes | None:
                 bar.set_ticks(range(len(labels)))
                 bar.set_ticklabels([str(v) for v in labels])
         for index, name in enumerate(shown):
-            if space.parameters[name].log:
-                (axis.set_xscale if index == 0 else axis.set_yscale)("log")
+            _input_axis(axis, "xy"[index], space.parameters[name].log)
         axis.set_title(parameter.name)
     for axis in axes.ravel()[count:]:
         axis.axis("off")
@@ -310,7 +321,7 @@ def depth_sweep(records: Sequence[Mapping[str, Any]], chosen: int | None) -> byt
         return None
     plt = _pyplot()
     table = pd.DataFrame(records)
-    figure, axis = plt.subplots(figsize=(6.4, 3.8))
+    figure, axis = plt.subplots(figsize=(6.4, 3.8), layout="constrained")
     axis.plot(table["depth"], 100 * table["mean_regret"], marker="o", label="mean regret")
     if "p90_regret" in table:
         axis.plot(table["depth"], 100 * table["p90_regret"], marker=".", label="p90 regret")

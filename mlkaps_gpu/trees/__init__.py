@@ -25,6 +25,12 @@ from mlkaps_gpu.trees._depth import (
 from mlkaps_gpu.trees._diagnostics import ViolationReport, constraint_violations, predicted_regret
 from mlkaps_gpu.trees._joint import JointSelector
 from mlkaps_gpu.trees._model import DecisionModel, LeafOutput, TreeStructure
+from mlkaps_gpu.trees._multi import (
+    MultiTargetError,
+    Target,
+    render_multi_header,
+    target_macro,
+)
 from mlkaps_gpu.trees._names import NamePlan, validate_prefix
 from mlkaps_gpu.trees._regret import RegretOracle, RegretSummary, Score, relative_regret
 from mlkaps_gpu.trees._selector import PerParameterSelector, Selector, tool_versions
@@ -48,12 +54,14 @@ __all__ = [
     "FittedSelector",
     "JointSelector",
     "LeafOutput",
+    "MultiTargetError",
     "NamePlan",
     "PerParameterSelector",
     "RegretOracle",
     "RegretSummary",
     "Score",
     "Selector",
+    "Target",
     "TreeStructure",
     "Validity",
     "VerificationReport",
@@ -70,7 +78,9 @@ __all__ = [
     "predicted_regret",
     "relative_regret",
     "render_header",
+    "render_multi_header",
     "sweep_depths",
+    "target_macro",
     "tool_versions",
     "tree_size",
     "validate_prefix",

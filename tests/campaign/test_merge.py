@@ -11,11 +11,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mlkaps_gpu.campaign import Campaign, CampaignError
-from mlkaps_gpu.campaign import _merge, _validate
+from mlkaps_gpu.campaign import Campaign, CampaignError, _merge
 from mlkaps_gpu.campaign._expert import FixedConfiguration
 from mlkaps_gpu.campaign._merge import decide, merge
-from mlkaps_gpu.campaign._validate import Validation
+from mlkaps_gpu.campaign._validate import Validation, validate
 from mlkaps_gpu.trees._compiled import CompiledHeader
 
 from .test_validate import REFERENCE, kernel_on_path, make_campaign
@@ -90,22 +89,18 @@ def test_merge_keeps_the_expert_where_the_tuned_is_not_faster(campaign: Campaign
 
 
 def test_merge_command_reuses_the_validation_and_writes_before_after(
-    campaign: Campaign, capsys: pytest.CaptureFixture[str]
+    campaign: Campaign, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from mlkaps_gpu.analysis import _plots
+
+    rendered: list[int] = []
+    monkeypatch.setattr(_plots, "_png", lambda figure: rendered.append(1) or b"\x89PNG")
     parser = argparse.ArgumentParser(prog="mlkaps-gpu")
-    commands = parser.add_subparsers(dest="command")
-    _validate.add_parser(commands)
-    _merge.add_parser(commands)
+    _merge.add_parser(parser.add_subparsers(dest="command"))
     directory = str(campaign.directory)
     reference = ["block=4,variant=slow"]
-    assert (
-        _validate.run(
-            parser.parse_args(
-                ["validate", directory, "--reference", *reference, "--grid", "8", "--repeats", "4"]
-            )
-        )
-        == 0
-    )
+    expert = FixedConfiguration(campaign.space, REFERENCE)
+    validate(campaign, expert, sizes={"n": 8}, repeats=4).save(campaign.directory / "validation")
     validation_run = json.loads((campaign.directory / "validation/summary.json").read_text())
     stored = len(campaign.store)
     args = parser.parse_args(["merge", directory, "--expert", *reference, "--from-validation"])
@@ -116,7 +111,9 @@ def test_merge_command_reuses_the_validation_and_writes_before_after(
     assert summary["after"]["run"].startswith("merge-after@")
     assert summary["after"]["regressions"]["count"] == 0
     for stage in ("before", "after"):
-        assert (campaign.directory / "merge" / stage / "speedup_histogram.png").exists()
+        for figure in ("speedup_histogram.png", "speedup_map.png"):
+            assert (campaign.directory / "merge" / stage / figure).exists()
+    assert len(rendered) == 4
     assert (campaign.directory / "toy_merged.h").exists()
     assert "kept the tuned configuration" in capsys.readouterr().out
     wrong = parser.parse_args(
