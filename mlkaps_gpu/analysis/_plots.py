@@ -150,7 +150,10 @@ def speedup_map(
     _input_axis(axis, "y", y_name in log_inputs)
     axis.set_xlabel(x_name)
     axis.set_ylabel(y_name)
-    axis.set_title(f"{title}\n(. within noise, x regression beyond noise)", fontsize=10)
+    axis.set_title(
+        f"{title}\n(. no significant difference beyond noise, x significant regression)",
+        fontsize=10,
+    )
     bar = figure.colorbar(mesh, ax=axis)
     step = 0.5 if limit <= 2 else (1.0 if limit <= 5 else 2.0)
     ticks = np.arange(-np.ceil(limit), np.ceil(limit) + step, step)
@@ -283,29 +286,34 @@ def optimum_maps(optima: pd.DataFrame, space: Space) -> bytes | None:
         rows, columns, figsize=(4.6 * columns, 3.8 * rows), squeeze=False, layout="constrained"
     )
     for axis, parameter in zip(axes.ravel(), space.design, strict=False):
-        codes = parameter.codes(table[parameter.name].to_numpy())
-        categorical = parameter.kind in ("categorical", "bool")
-        colour = codes if categorical else parameter.numeric(table[parameter.name].to_numpy())
-        cmap = plt.get_cmap("tab10" if categorical else "viridis")
+        # a value list (or categories) is shown by its codes with one colour per value
+        discrete = parameter.values is not None or parameter.kind in ("categorical", "bool")
+        labels = [str(v) for v in parameter.domain_values().tolist()] if discrete else []
+        if discrete:
+            colour = parameter.codes(table[parameter.name].to_numpy()).astype(float)
+            base = "tab10" if parameter.kind in ("categorical", "bool") else "viridis"
+            cmap = plt.get_cmap(base).resampled(max(len(labels), 2))
+            limits = {"vmin": -0.5, "vmax": len(labels) - 0.5}
+        else:
+            colour = parameter.numeric(table[parameter.name].to_numpy())
+            cmap, limits = plt.get_cmap("viridis"), {}
         if len(shown) == 1:
             order = np.argsort(table[shown[0]].to_numpy())
             axis.step(table[shown[0]].to_numpy()[order], colour[order], where="mid")
             axis.set_xlabel(shown[0])
             axis.set_ylabel(parameter.name)
-            if categorical:
-                labels = parameter.domain_values().tolist()
-                axis.set_yticks(range(len(labels)), [str(v) for v in labels])
+            if discrete:
+                axis.set_yticks(range(len(labels)), labels)
         else:
             dots = axis.scatter(
-                table[shown[0]], table[shown[1]], c=colour, cmap=cmap, s=60, marker="s"
+                table[shown[0]], table[shown[1]], c=colour, cmap=cmap, s=60, marker="s", **limits
             )
             axis.set_xlabel(shown[0])
             axis.set_ylabel(shown[1])
             bar = figure.colorbar(dots, ax=axis)
-            if categorical:
-                labels = parameter.domain_values().tolist()
+            if discrete:
                 bar.set_ticks(range(len(labels)))
-                bar.set_ticklabels([str(v) for v in labels])
+                bar.set_ticklabels(labels)
         for index, name in enumerate(shown):
             _input_axis(axis, "xy"[index], space.parameters[name].log)
         axis.set_title(parameter.name)

@@ -119,7 +119,7 @@ def program_answers(
     strict = ["gcc", "-std=c99", "-Wall", "-Wextra", "-pedantic", "-Werror"]
     flags = [f"-D{macro}" for macro in defines]
     subprocess.run(
-        [*strict, *flags, str(source), "-o", str(binary)],
+        [*strict, *flags, str(source), "-o", str(binary), "-lm"],
         check=True,
         capture_output=True,
         cwd=workdir,
@@ -196,7 +196,7 @@ def test_compiles_strict(
         "int main(void) { return use1() == use2() ? 0 : 1; }\n"
     )
     subprocess.run(
-        [*strict_c, *flags, "u1.c", "u2.c", "main.c", "-o", "linked"],
+        [*strict_c, *flags, "u1.c", "u2.c", "main.c", "-o", "linked", "-lm"],
         cwd=tmp_path,
         check=True,
         capture_output=True,
