@@ -72,8 +72,11 @@ class SampleStore:
             axis=1,
         )
         with self._connect() as connection:
-            batch = connection.execute("SELECT COALESCE(MAX(batch), -1) + 1 FROM samples")
-            table["batch"] = int(batch.fetchone()[0])
+            # batches are appended in order: the last row holds the largest batch number (an
+            # index lookup, where MAX(batch) would scan the whole table on every append)
+            last = connection.execute("SELECT batch FROM samples ORDER BY id DESC LIMIT 1")
+            row = last.fetchone()
+            table["batch"] = 0 if row is None else int(row[0]) + 1
             table["timestamp"] = time.time()
             records = []
             for record in table[self._columns].itertuples(index=False, name=None):

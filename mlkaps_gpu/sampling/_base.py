@@ -40,7 +40,8 @@ class Sampler(abc.ABC):
         self.seed = int(seed)
         self._n_asks = 0
         self._seen: set[tuple[Any, ...]] = set()
-        self.history_: pd.DataFrame = pd.DataFrame()
+        self._told: list[pd.DataFrame] = []
+        self._history: pd.DataFrame | None = None
         self._finite_rows: pd.DataFrame | bool | None = None
 
     def _rng(self, salt: int = 0) -> np.random.Generator:
@@ -83,10 +84,20 @@ class Sampler(abc.ABC):
             return
         self._seen.update(self.space.key(rows))
         told = pd.concat([rows.reset_index(drop=True), results.reset_index(drop=True)], axis=1)
-        self.history_ = (
-            told if self.history_.empty else pd.concat([self.history_, told], ignore_index=True)
-        )
+        self._told.append(told)
+        self._history = None
         self._tell(told)
+
+    @property
+    def history_(self) -> pd.DataFrame:
+        """Every told row with its results, in telling order (concatenated on demand, once per
+        tell, rather than on every tell)."""
+        if self._history is None:
+            self._history = (
+                pd.concat(self._told, ignore_index=True) if self._told else pd.DataFrame()
+            )
+            self._told = [self._history] if len(self._history) else []
+        return self._history
 
     def restore(self, rows: pd.DataFrame, results: pd.DataFrame, *, asks: int) -> None:
         """Resume: tell the stored history and continue as if ``asks`` batches had been asked,
@@ -96,13 +107,12 @@ class Sampler(abc.ABC):
 
     def _filter_new(self, rows: pd.DataFrame, batch: pd.DataFrame | None = None) -> pd.DataFrame:
         rows = rows[self.space.names].reset_index(drop=True)
-        seen = set(self._seen)
-        if batch is not None and len(batch):
-            seen.update(self.space.key(batch))
+        # (no copy of the whole history: _seen grows with the campaign)
+        taken = set(self.space.key(batch)) if batch is not None and len(batch) else set()
         keep = []
         for index, key in enumerate(self.space.key(rows)):
-            if key not in seen:
-                seen.add(key)
+            if key not in self._seen and key not in taken:
+                taken.add(key)
                 keep.append(index)
         return rows.iloc[keep].reset_index(drop=True)
 

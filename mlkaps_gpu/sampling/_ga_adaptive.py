@@ -132,11 +132,8 @@ class GAAdaptiveSampler(Sampler):
         n_exploit = int(round(eps * n))
         if self.n_told < self.bootstrap * self.budget or n_exploit == 0:
             sampler: Sampler = self.bootstrap_sampler if eps == 0.0 else self.sub_sampler
-            sampler._seen.update(self._seen)
-            return sampler._ask(n, rng)
+            return sampler._ask(n, rng)  # (ask() filters what was seen)
         exploit = self._exploit(n_exploit, rng)
-        self.sub_sampler._seen.update(self._seen)
-        self.sub_sampler._seen.update(self.space.key(exploit))
         explore = self.sub_sampler._ask(n - len(exploit), rng)
         return pd.concat([exploit, explore], ignore_index=True)
 
@@ -145,9 +142,14 @@ class GAAdaptiveSampler(Sampler):
         if history.empty or self.objective not in history:
             return None
         ok = history[(history["status"] == "ok") & np.isfinite(history[self.objective])]
+        names = [*self.space.names, self.objective]
+        if self.extra_training is not None and len(self.extra_training):
+            ok = pd.concat([self.extra_training[names], ok[names]], ignore_index=True)
         if len(ok) < 5:
             return None
-        return self.surrogate_factory().fit(self.space.features(ok), ok[self.objective].to_numpy())
+        return self.surrogate_factory().fit(
+            self.feature_space.features(ok), ok[self.objective].to_numpy()
+        )
 
     def _exploit(self, n: int, rng: np.random.Generator) -> pd.DataFrame:
         model = self._model()
@@ -155,25 +157,33 @@ class GAAdaptiveSampler(Sampler):
             return self.space.empty_table()
         space = self.space
         points = space.sample_inputs(n, rng)
-        taken = set(self._seen)
+        taken: set[tuple[Any, ...]] = set()
         chosen: list[pd.DataFrame] = []
         sign = -1.0 if self.maximize else 1.0
         if space.enumerable and space.design_product <= _EXHAUSTIVE_LIMIT:
-            for index in range(len(points)):
-                point = points.iloc[[index]].reset_index(drop=True)
-                valid = space.valid_design_codes(point.iloc[0].to_dict())
-                if len(valid) == 0:
+            # every point's valid designs in one table, one prediction for all of them
+            blocks = [space.valid_design_codes(row) for row in points.to_dict(orient="records")]
+            sizes = np.array([len(b) for b in blocks])
+            if sizes.sum() == 0:
+                return space.empty_table()
+            owner = np.repeat(np.arange(len(points)), sizes)
+            candidates = space.assemble(
+                points.iloc[owner].reset_index(drop=True),
+                np.vstack([b for b in blocks if len(b)]),
+            )
+            predicted = sign * model.predict(self.feature_space.features(candidates))
+            keys = space.key(candidates)
+            order = np.lexsort((predicted, owner))  # by point, best prediction first
+            done = np.zeros(len(points), dtype=bool)
+            for row in order:
+                point = owner[row]
+                if done[point]:
                     continue
-                candidates = space.assemble(
-                    pd.concat([point] * len(valid), ignore_index=True), valid
-                )
-                predicted = sign * model.predict(self.feature_space.features(candidates))
-                for row in np.argsort(predicted, kind="stable"):
-                    key = tuple(candidates.iloc[row][space.names].tolist())
-                    if key not in taken:
-                        taken.add(key)
-                        chosen.append(candidates.iloc[[row]])
-                        break
+                key = keys[row]
+                if key not in self._seen and key not in taken:
+                    taken.add(key)
+                    chosen.append(candidates.iloc[[row]])
+                    done[point] = True
         else:
             optimizer = GridOptimizer(
                 space,
@@ -188,7 +198,7 @@ class GAAdaptiveSampler(Sampler):
             optima = optima[optima["n_valid"] != 0][space.names]
             for index in range(len(optima)):
                 key = tuple(optima.iloc[index].tolist())
-                if key not in taken:
+                if key not in self._seen and key not in taken:
                     taken.add(key)
                     chosen.append(optima.iloc[[index]])
         if not chosen:
