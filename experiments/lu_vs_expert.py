@@ -29,7 +29,13 @@ import pandas as pd
 from mlkaps_gpu.campaign import Campaign, parse_config
 from mlkaps_gpu.campaign._expert import expert_reference
 from mlkaps_gpu.campaign._merge import describe, merge, write_merge
-from mlkaps_gpu.campaign._validate import Validation, parse_grid, validate, write_validation
+from mlkaps_gpu.campaign._validate import (
+    Validation,
+    parse_grid,
+    reassess,
+    validate,
+    write_validation,
+)
 
 CONFIG = Path(__file__).parent / "configs" / "lu.toml"
 RESULTS = Path(__file__).parent / "results"
@@ -89,7 +95,9 @@ def headline(summary: dict[str, Any]) -> dict[str, Any]:
         "worst at": worst.get("inputs"),
         "worst verdict": worst.get("verdict"),
         "noise threshold": summary["noise_threshold"],
-        "uncorrected regressions": summary.get("uncorrected", {}).get("regressions"),
+        "noise threshold p90": summary["noise_threshold_p90"],
+        "same configuration": summary["same_configuration"],
+        "false calls bound": summary["false_calls_bound"],
         "points": summary["compared"],
     }
 
@@ -113,7 +121,9 @@ def run_budget(budget: int, args: argparse.Namespace, reuse: dict[int, Path]) ->
     validation_dir = campaign.directory / "validation"
     started = time.perf_counter()
     if args.resume_validation and (validation_dir / "summary.json").exists():
-        before = Validation.load(validation_dir)
+        # the stored measurements, assessed with the current statistics
+        before = reassess(Validation.load(validation_dir), campaign.space, seed=args.seed)
+        write_validation(before, validation_dir, campaign.space)
     else:
         before = validate(campaign, expert, sizes=sizes, repeats=args.repeats, seed=args.seed)
         write_validation(before, validation_dir, campaign.space)
@@ -188,19 +198,22 @@ def markdown(records: list[dict[str, Any]], args: argparse.Namespace) -> str:
         "Expert: nb 64, recursive panel, tile 32 x 64, all threads. Validation grid: cell "
         "centres (geometric) of the given number of cells per input, so no point lies on the "
         "16 x 16 optimization grid except where integer rounding merges values. Per point "
-        f"{args.repeats} interleaved measurements of each configuration (each one executor "
-        "measurement: 1 warm-up, 5 timed runs, median). A point is a progression / regression "
-        "when a one-sided Mann-Whitney U test on the repeats rejects at a false discovery rate "
-        "of 5 % (Benjamini-Hochberg over the points) *and* the speedup lies beyond the noise "
-        "threshold: the 95th percentile of |log ratio of medians| between two bootstrap "
-        "resamples of one configuration's repeats at one point (A/A noise of the reported "
-        "statistic, measured in the same run). 'uncorrected' counts points with p < 0.05 "
-        "beyond the threshold without the false-discovery control.",
+        f"{args.repeats} rounds; in each the two configurations are measured back to back "
+        "(order alternating), each measurement one executor call (1 warm-up, 5 timed runs, "
+        "median) stored in the campaign store. Speedup = median over the rounds of expert / "
+        "tuned. A point is a progression / regression when the one-sided Wilcoxon signed-rank "
+        "test on the per-round log ratios gives p < 0.05 (with 5 rounds: all five agree) *and* "
+        "the speedup lies beyond the point's noise threshold: the 95th percentile over every "
+        "sign flip of |median of the per-round log ratios minus their median| (the A/A spread "
+        "of the reported speedup given the point's own round-to-round noise). 'same' points "
+        "(merged header = expert's configuration) cannot be progressions or regressions; their "
+        "measured ratios are A/A noise. 'false calls bound' = 0.05 x points with differing "
+        "configurations: the expected number of false calls per direction is below it.",
         "",
         "| budget | stage | geomean speedup | progressions | mean speedup (prog.) | "
-        "regressions | mean slowdown (regr.) | worst speedup | worst at | noise threshold | "
-        "uncorrected regressions |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "regressions | mean slowdown (regr.) | worst speedup (differing configs) | worst at | "
+        "noise threshold median / p90 | same config. points | false calls bound |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for record in records:
         for stage in ("before", "after"):
@@ -209,9 +222,10 @@ def markdown(records: list[dict[str, Any]], args: argparse.Namespace) -> str:
                 f"| {record['budget']} | {stage} merge | {h['geomean speedup']:.3f}x | "
                 f"{100 * h['progressions']:.1f}% | {_x(h['mean speedup of progressions'])} | "
                 f"{100 * h['regressions']:.1f}% | {_x(h['mean slowdown of regressions'])} | "
-                f"{h['worst speedup']:.3f}x ({h['worst verdict']}) | "
+                f"{_x(h['worst speedup'])} ({h['worst verdict']}) | "
                 f"{', '.join(f'{k}={v}' for k, v in (h['worst at'] or {}).items())} | "
-                f"+-{100 * h['noise threshold']:.1f}% | {h['uncorrected regressions']} |"
+                f"+-{100 * h['noise threshold']:.1f}% / +-{100 * h['noise threshold p90']:.0f}% | "
+                f"{h['same configuration']} | {h['false calls bound']:.1f} |"
             )
     lines += [
         "",

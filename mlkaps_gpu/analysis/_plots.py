@@ -21,6 +21,7 @@ VERDICT_COLOURS = {
     "progression": "#2166ac",
     "neutral": "#9e9e9e",
     "regression": "#b2182b",
+    "same": "#d9d9d9",
     "failed": "#000000",
 }
 
@@ -140,7 +141,7 @@ def speedup_map(
         norm=Normalize(-limit, limit),
         shading="flat",
     )
-    for verdict, marker, size in (("neutral", ".", 6), ("regression", "x", 22)):
+    for verdict, marker, size in (("neutral", ".", 6), ("same", "o", 6), ("regression", "x", 22)):
         cells = points[points["verdict"] == verdict]
         if len(cells):
             axis.scatter(
@@ -151,7 +152,7 @@ def speedup_map(
     axis.set_xlabel(x_name)
     axis.set_ylabel(y_name)
     axis.set_title(
-        f"{title}\n(. no significant difference beyond noise, x significant regression)",
+        f"{title}\n(. no significant difference, o same configuration, x regression)",
         fontsize=10,
     )
     bar = figure.colorbar(mesh, ax=axis)
@@ -175,7 +176,9 @@ def speedup_histogram(points: pd.DataFrame, *, title: str, noise: float) -> byte
         high = max(float(speedup.max()), 1.0 + noise) * 1.03
         bins = np.geomspace(low, high, 40)
         verdicts = [
-            v for v in ("regression", "neutral", "progression") if (table["verdict"] == v).any()
+            v
+            for v in ("regression", "same", "neutral", "progression")
+            if (table["verdict"] == v).any()
         ]
         axis.hist(
             [table[table["verdict"] == v]["speedup"].to_numpy(dtype=float) for v in verdicts],

@@ -390,7 +390,21 @@ class Campaign:
             progress=report,
         )
         started = time.perf_counter()
-        optima = optimizer.run(self.load_models(), self.grid())
+        if (
+            self.config.execution.backend == "dask"
+            and optimizer.chosen_method(self.grid()) == "nsga2"
+        ):
+            # grid chunks on the Dask workers: each chunk carries its own seed, so the result
+            # is the single-process one whatever the number of workers
+            from mlkaps_gpu.campaign._distributed import connect
+
+            with connect(self.config.execution, label=self.config.path.name) as (client, _):
+                optimizer.map_chunks = lambda function, items: client.gather(
+                    client.map(function, items, pure=False)
+                )
+                optima = optimizer.run(self.load_models(), self.grid())
+        else:
+            optima = optimizer.run(self.load_models(), self.grid())
         method = optima.attrs.get("method", options.method)
         optima = optima[optima["n_valid"] != 0].reset_index(drop=True)
         optima["source"] = "surrogate"

@@ -4,8 +4,8 @@ an expert's, export that choice as a second header, and validate it again.
 1. *Compare* (:func:`~mlkaps_gpu.campaign._validate.validate`): at every validation point the
    header's configuration and the expert's are measured ``repeats`` times, interleaved.
 2. *Decide*: a point keeps the tuned configuration only where the comparison calls it a
-   progression (Mann-Whitney U on the repeats, false discovery rate controlled over the
-   points, speedup beyond the measured noise threshold); everywhere else the expert's.
+   progression (signed-rank test on the paired repeats, speedup beyond the point's measured
+   noise threshold); everywhere else the expert's.
 3. *Fit*: a selector (``joint`` mode when :mod:`mlkaps_gpu.trees` offers it, else
    ``per_parameter``) learns the decisions. Its score makes each point's decision the unique
    optimum there: the decided configuration costs 1, the other measured one
@@ -42,6 +42,7 @@ from mlkaps_gpu.campaign._validate import (
     add_common_arguments,
     parse_grid,
     progress_bar,
+    reassess,
     report_warnings,
     validate,
     write_validation,
@@ -343,7 +344,8 @@ def run(args: argparse.Namespace) -> int:
             expert = resolve_reference(args.expert, campaign)
             before = None
             if args.from_validation:
-                before = Validation.load(campaign.directory / "validation")
+                loaded = Validation.load(campaign.directory / "validation")
+                before = reassess(loaded, campaign.space, alpha=args.alpha, seed=args.seed)
             sizes = parse_grid(args.grid, campaign.sampling_space)
             result = merge(
                 campaign,

@@ -16,20 +16,31 @@ the campaign store, like any other sample; its ``message`` ends with
 ``origin=<purpose>@<time>:<side>:round<r>`` (the store has no other free column).
 
 **Per-point decision.** With ``c`` the log cost (``log(time)``, or ``-log`` of a maximised
-objective) of each round: the speedup is ``exp(median c_reference - median c_tuned)``. The
-tuned configuration is a *progression* where (1) a one-sided Mann-Whitney U test of the
-``repeats`` tuned costs against the reference's rejects "not faster" after Benjamini-Hochberg
-control of the false discovery rate at ``alpha`` over all points, and (2) the speedup exceeds
-the *noise threshold*; a *regression* symmetrically. Fewer than 4 repeats cannot reach
-``alpha = 0.05`` with this test (the summary warns).
+objective) of a measurement, each round gives the paired log ratio
+``d = c_tuned - c_reference`` of two measurements taken back to back, so the drift between
+rounds (large on a shared machine) cancels. The speedup is ``exp(-median d)``, the median over
+the rounds of ``reference / tuned``. The tuned configuration is a *progression* where (1) the
+one-sided Wilcoxon signed-rank test of the ``d`` (exact: its distribution over every sign flip
+of the rounds) gives ``p < alpha`` for "tuned faster", and (2) the speedup lies beyond the
+noise threshold; a *regression* symmetrically. A point whose two configurations are the same
+is ``same`` (a measured difference there is noise by construction), one with fewer than two
+complete rounds ``failed``. The smallest p-value is ``2 ** -repeats``: 5 repeats are the
+fewest that reach ``alpha = 0.05`` (all five rounds in the same direction). The test is per
+point, without multiplicity correction (with 5 repeats no correction over hundreds of points
+could ever reject); ``false_calls_bound`` in the summary, ``alpha`` times the points with
+differing configurations, bounds the expected number of false calls per direction (the noise
+threshold makes it loose).
 
-**Noise threshold.** What two measurements of one configuration at one point differ by, per
-point: for each of its two configurations, pairs of bootstrap resamples of its ``repeats``
-round costs give log ratios of medians; the point's threshold is the ``NOISE_QUANTILE`` (0.95)
-quantile of ``|log ratio|`` over both configurations' draws, i.e. the A/A spread of exactly the
-statistic reported, measured in the run itself (seeded). Per point, because the noise differs
-by orders of magnitude between configurations (a kernel using every core of a shared machine
-is far noisier than a single-threaded one); the summary gives its median and 90th percentile.
+**Noise threshold.** Per point, the A/A spread of the reported speedup given that point's own
+round-to-round noise: the round log ratios minus their median are residual noise; with every
+sign flip of them, the median is what an A/A comparison with that noise would report; the
+threshold is the ``NOISE_QUANTILE`` (0.95) quantile of ``|that median|``. Per point, because
+the noise differs by orders of magnitude between configurations (a kernel using every core of
+a shared machine is far noisier than a single-threaded one), and a median of sign flips,
+because one or two wild rounds out of five move neither the median nor the threshold. The
+summary gives the median and 90th percentile over the points; where the two sides share a
+configuration the measured speedups are true A/A comparisons, and the summary reports their
+spread (``same_configuration_spread``) as a check.
 """
 
 from __future__ import annotations
@@ -58,11 +69,12 @@ log = logging.getLogger("mlkaps_gpu")
 DEFAULT_REPEATS = 5
 DEFAULT_ALPHA = 0.05
 NOISE_QUANTILE = 0.95
-BOOTSTRAP_DRAWS = 200
+#: Rounds up to which the tests enumerate every sign flip (random flips past it).
+EXACT_SIGNS = 10
 #: Points per executor call and store batch (a killed run loses at most one batch).
 BATCH_POINTS = 32
 SIDES = ("tuned", "reference")
-VERDICTS = ("progression", "neutral", "regression", "failed")
+VERDICTS = ("progression", "neutral", "regression", "same", "failed")
 Progress = Callable[[str, int, int], None]
 
 
@@ -209,85 +221,88 @@ def cost_matrices(
     return out
 
 
-def noise_threshold(
-    costs: Mapping[str, np.ndarray],
-    rng: np.random.Generator,
-    *,
-    quantile: float = NOISE_QUANTILE,
-    draws: int = BOOTSTRAP_DRAWS,
-) -> np.ndarray:
-    """Per point, the A/A noise of the log ratio of medians (module docstring); NaN where
-    neither side has two successful repeats."""
-    per_side = []
-    for side in SIDES:
-        rows = costs[side]
-        counts = np.sum(np.isfinite(rows), axis=1)
-        spread = np.full((len(rows), draws), np.nan)
-        for count in np.unique(counts[counts >= 2]):
-            chosen = counts == count
-            values = np.sort(np.where(np.isfinite(rows[chosen]), rows[chosen], np.inf), axis=1)
-            values = values[:, None, : int(count)].repeat(draws, axis=1)
-            shape = values.shape
-            first = np.take_along_axis(values, rng.integers(0, count, shape), axis=2)
-            second = np.take_along_axis(values, rng.integers(0, count, shape), axis=2)
-            spread[chosen] = np.abs(np.median(first, axis=2) - np.median(second, axis=2))
-        per_side.append(spread)
-    pooled = np.concatenate(per_side, axis=1)
-    out = np.full(len(pooled), np.nan)
-    usable = np.any(np.isfinite(pooled), axis=1)
-    if usable.any():
-        out[usable] = np.nanquantile(pooled[usable], quantile, axis=1)
-    return out
+def paired_differences(costs: Mapping[str, np.ndarray]) -> np.ndarray:
+    """Per point and round, tuned minus reference log cost (negative: the tuned is faster);
+    NaN where either measurement of the round failed."""
+    return costs["tuned"] - costs["reference"]
 
 
-def _one_sided_pvalues(tuned: np.ndarray, reference: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Mann-Whitney U p-values per row: tuned cheaper, tuned dearer (exact without ties)."""
-    from scipy.stats import mannwhitneyu
+def _sign_patterns(count: int, rng: np.random.Generator) -> np.ndarray:
+    """Every +-1 vector of length ``count`` (random ones past ``EXACT_SIGNS``)."""
+    if count <= EXACT_SIGNS:
+        grid = np.indices((2,) * count).reshape(count, -1).T
+        return 1.0 - 2.0 * grid
+    return rng.choice([-1.0, 1.0], size=(1 << EXACT_SIGNS, count))
 
-    faster = np.full(len(tuned), np.nan)
-    slower = np.full(len(tuned), np.nan)
-    for index in range(len(tuned)):
-        a, b = tuned[index], reference[index]
-        a, b = a[np.isfinite(a)], b[np.isfinite(b)]
-        if len(a) < 2 or len(b) < 2:
-            continue
-        if np.all(np.concatenate([a, b]) == a[0]):
-            faster[index] = slower[index] = 1.0
-            continue
-        faster[index] = mannwhitneyu(a, b, alternative="less").pvalue
-        slower[index] = mannwhitneyu(a, b, alternative="greater").pvalue
+
+def signed_rank_pvalues(
+    differences: np.ndarray, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """One-sided p-values of Wilcoxon's signed-rank test per point (rows): tuned faster
+    (differences below 0), tuned slower. Exact: the statistic's distribution over every sign
+    flip of the rounds (ties get average ranks, zero differences count for nothing); NaN with
+    fewer than two usable rounds."""
+    from scipy.stats import rankdata
+
+    faster = np.full(len(differences), np.nan)
+    slower = np.full(len(differences), np.nan)
+    counts = np.sum(np.isfinite(differences), axis=1)
+    for count in np.unique(counts[counts >= 2]):
+        rows = counts == count
+        block = differences[rows]
+        values = block[np.isfinite(block)].reshape(-1, int(count))
+        ranks = rankdata(np.abs(values), axis=1) * (values != 0)
+        observed = np.sum(ranks * np.sign(values), axis=1)
+        null = ranks @ _sign_patterns(int(count), rng).T
+        tolerance = 1e-9 * (1.0 + np.abs(observed))
+        faster[rows] = np.mean(null <= (observed + tolerance)[:, None], axis=1)
+        slower[rows] = np.mean(null >= (observed - tolerance)[:, None], axis=1)
     return faster, slower
 
 
-def _fdr(pvalues: np.ndarray) -> np.ndarray:
-    """Benjamini-Hochberg adjusted p-values (NaN stays NaN)."""
-    from scipy.stats import false_discovery_control
-
-    out = np.full(len(pvalues), np.nan)
-    usable = np.isfinite(pvalues)
-    if usable.any():
-        out[usable] = false_discovery_control(pvalues[usable], method="bh")
+def noise_threshold(
+    differences: np.ndarray, rng: np.random.Generator, *, quantile: float = NOISE_QUANTILE
+) -> np.ndarray:
+    """Per point, the A/A noise of its log speedup (module docstring); NaN with fewer than two
+    complete rounds."""
+    out = np.full(len(differences), np.nan)
+    counts = np.sum(np.isfinite(differences), axis=1)
+    for count in np.unique(counts[counts >= 2]):
+        rows = np.flatnonzero(counts == count)
+        block = differences[rows]
+        values = block[np.isfinite(block)].reshape(-1, int(count))
+        residuals = values - np.median(values, axis=1, keepdims=True)
+        signs = _sign_patterns(int(count), rng)
+        for start in range(0, len(rows), 64):
+            chunk = residuals[start : start + 64]
+            flipped = np.abs(np.median(chunk[:, None, :] * signs[None, :, :], axis=2))
+            out[rows[start : start + 64]] = np.quantile(flipped, quantile, axis=1)
     return out
 
 
 def point_statistics(
-    costs: Mapping[str, np.ndarray], *, alpha: float, noise_log: np.ndarray
+    costs: Mapping[str, np.ndarray],
+    same: np.ndarray,
+    *,
+    alpha: float,
+    noise_log: np.ndarray,
+    rng: np.random.Generator,
 ) -> pd.DataFrame:
-    """Per point: medians, speedup, p-values, adjusted p-values and the verdict."""
+    """Per point: median costs, speedup, p-values and the verdict (module docstring)."""
     tuned, reference = costs["tuned"], costs["reference"]
-    ok_tuned = np.sum(np.isfinite(tuned), axis=1)
-    ok_reference = np.sum(np.isfinite(reference), axis=1)
+    differences = paired_differences(costs)
+    rounds = np.sum(np.isfinite(differences), axis=1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN rows of failed points
         median_tuned = np.nanmedian(tuned, axis=1)
         median_reference = np.nanmedian(reference, axis=1)
-    log_speedup = median_reference - median_tuned
-    p_faster, p_slower = _one_sided_pvalues(tuned, reference)
-    q_faster, q_slower = _fdr(p_faster), _fdr(p_slower)
-    usable = (ok_tuned >= 2) & (ok_reference >= 2)
+        log_speedup = -np.nanmedian(differences, axis=1)
+    p_faster, p_slower = signed_rank_pvalues(differences, rng)
+    usable = rounds >= 2
     verdict = np.full(len(tuned), "neutral", dtype=object)
-    verdict[usable & (q_faster < alpha) & (log_speedup > noise_log)] = "progression"
-    verdict[usable & (q_slower < alpha) & (log_speedup < -noise_log)] = "regression"
+    verdict[usable & (p_faster < alpha) & (log_speedup > noise_log)] = "progression"
+    verdict[usable & (p_slower < alpha) & (log_speedup < -noise_log)] = "regression"
+    verdict[usable & same] = "same"
     verdict[~usable] = "failed"
     return pd.DataFrame(
         {
@@ -295,20 +310,20 @@ def point_statistics(
             "reference_cost": median_reference,
             "speedup": np.exp(log_speedup),
             "noise": np.exp(noise_log) - 1.0,
-            "ok_tuned": ok_tuned,
-            "ok_reference": ok_reference,
+            "rounds": rounds,
             "p_faster": p_faster,
             "p_slower": p_slower,
-            "q_faster": q_faster,
-            "q_slower": q_slower,
             "verdict": verdict,
         }
     )
 
 
 def summarize(table: pd.DataFrame, inputs: list[str]) -> dict[str, Any]:
-    """Geometric-mean speedup, shares of progressions and regressions, their means, extremes."""
+    """Geometric-mean speedup, shares of progressions and regressions among the compared
+    points, their means, and the extremes among the points whose configurations differ (a
+    same-configuration point's measured ratio is noise, never a regression)."""
     compared = table[table["verdict"] != "failed"]
+    differing = compared[compared["verdict"] != "same"]
     speedup = compared["speedup"].to_numpy(dtype=np.float64)
     progressions = compared[compared["verdict"] == "progression"]["speedup"]
     regressions = compared[compared["verdict"] == "regression"]["speedup"]
@@ -339,8 +354,8 @@ def summarize(table: pd.DataFrame, inputs: list[str]) -> dict[str, Any]:
             "share": len(regressions) / n if n else math.nan,
             "mean_slowdown": float((1.0 / regressions).mean()) if len(regressions) else None,
         },
-        "worst": point(compared.loc[compared["speedup"].idxmin()]) if n else None,
-        "best": point(compared.loc[compared["speedup"].idxmax()]) if n else None,
+        "worst": point(differing.loc[differing["speedup"].idxmin()]) if len(differing) else None,
+        "best": point(differing.loc[differing["speedup"].idxmax()]) if len(differing) else None,
     }
 
 
@@ -448,70 +463,103 @@ def validate(
         tag=tag,
         progress=progress,
     )
-    maximize = campaign.setup.directions[0] == "maximize"
-    costs = cost_matrices(measurements, len(points), repeats, maximize=maximize)
-    noise_log = noise_threshold(costs, np.random.default_rng(seed))
-    statistics = point_statistics(costs, alpha=alpha, noise_log=noise_log)
-    same = np.all(
-        space.design_codes(tuned_configs) == space.design_codes(reference_configs), axis=1
+    optimization_grid = campaign.grid()[space.input_names]
+    on_grid = points.merge(optimization_grid.drop_duplicates(), on=space.input_names).shape[0]
+    configured = pd.concat(
+        [points, tuned_configs.add_prefix("tuned_"), reference_configs.add_prefix("reference_")],
+        axis=1,
     )
+    metadata = {
+        "run": tag,
+        "tuned": tuned.label,
+        "reference": reference.label,
+        "reference_kind": reference.kind,
+        "objective": campaign.setup.objectives[0],
+        "direction": campaign.setup.directions[0],
+        "inputs": space.input_names,
+        "log_inputs": [p.name for p in space.inputs if p.log],
+        "grid": {k: int(v) for k, v in (sizes or {}).items()},
+        "grid_kind": "cell centres (geometric for log inputs) of equal cells per input",
+        "on_optimization_grid": int(on_grid),
+        "measurements": len(measurements),
+        "seconds": round(time.perf_counter() - started, 1),
+        "environment_warnings": differences,
+    }
+    validation = Validation(configured, measurements, metadata)
+    return reassess(validation, space, repeats=repeats, alpha=alpha, seed=seed)
+
+
+def reassess(
+    validation: Validation,
+    space: Space,
+    *,
+    repeats: int | None = None,
+    alpha: float | None = None,
+    seed: int = 0,
+) -> Validation:
+    """The statistics of a validation recomputed from its measurements (the run's settings
+    unless given): used after measuring, and on a validation loaded from disk."""
+    summary = dict(validation.summary)
+    repeats = int(repeats if repeats is not None else summary["repeats"])
+    alpha = float(alpha if alpha is not None else summary["alpha"])
+    points = validation.points[space.input_names].reset_index(drop=True)
+    tuned = validation.configurations("tuned", space)
+    reference = validation.configurations("reference", space)
+    maximize = summary.get("direction") == "maximize"
+    costs = cost_matrices(validation.measurements, len(points), repeats, maximize=maximize)
+    rng = np.random.default_rng(seed)
+    noise_log = noise_threshold(paired_differences(costs), rng)
+    same = np.all(space.design_codes(tuned) == space.design_codes(reference), axis=1)
+    statistics = point_statistics(costs, same, alpha=alpha, noise_log=noise_log, rng=rng)
     table = pd.concat(
         [
             points,
-            tuned_configs.add_prefix("tuned_"),
-            reference_configs.add_prefix("reference_"),
+            tuned.add_prefix("tuned_"),
+            reference.add_prefix("reference_"),
             statistics,
             pd.DataFrame({"same_configuration": same}),
         ],
         axis=1,
     )
-    optimization_grid = campaign.grid()[space.input_names]
-    on_grid = points.merge(optimization_grid.drop_duplicates(), on=space.input_names).shape[0]
-    summary = summarize(table, space.input_names)
-    log_speedup = np.log(table["speedup"].to_numpy(dtype=np.float64))
-    summary["uncorrected"] = {
-        "progressions": int(((table["p_faster"] < alpha) & (log_speedup > noise_log)).sum()),
-        "regressions": int(((table["p_slower"] < alpha) & (log_speedup < -noise_log)).sum()),
-    }
+    summary.update(summarize(table, space.input_names))
     noise = table["noise"].dropna()
+    aa = np.abs(np.log(table.loc[same & (table["verdict"] != "failed"), "speedup"]))
+    differing = int(np.sum(~same & (table["verdict"] != "failed").to_numpy()))
     summary.update(
         {
-            "run": tag,
-            "tuned": tuned.label,
-            "reference": reference.label,
-            "reference_kind": reference.kind,
-            "objective": campaign.setup.objectives[0],
-            "direction": campaign.setup.directions[0],
-            "inputs": space.input_names,
-            "log_inputs": [p.name for p in space.inputs if p.log],
-            "grid": {k: int(v) for k, v in (sizes or {}).items()},
-            "grid_kind": "cell centres (geometric for log inputs) of equal cells per input",
-            "on_optimization_grid": int(on_grid),
             "repeats": repeats,
-            "measurements": len(measurements),
             "alpha": alpha,
             "test": (
-                "one-sided Mann-Whitney U on the per-round medians, Benjamini-Hochberg over "
-                "points, and |log speedup| beyond the noise threshold"
+                "one-sided Wilcoxon signed-rank test (exact, over sign flips) on the per-round "
+                "log ratios tuned / reference, and |log speedup| beyond the noise threshold; "
+                "points where both sides have the same configuration are 'same'"
             ),
+            "smallest_p_value": 2.0**-repeats,
             "noise_threshold": float(noise.median()) if len(noise) else 0.0,
             "noise_threshold_p90": float(noise.quantile(0.9)) if len(noise) else 0.0,
             "noise_method": (
-                "per point: the "
-                f"{NOISE_QUANTILE:.2f} quantile of |log ratio of medians| of two bootstrap "
-                f"resamples of one configuration's repeats there ({BOOTSTRAP_DRAWS} draws per "
-                "side, both sides pooled); noise_threshold is its median over the points"
+                f"per point, the {NOISE_QUANTILE:.2f} quantile over every sign flip of "
+                "|median of the per-round log ratios minus their median| (the A/A spread of "
+                "the reported speedup given that point's round-to-round noise); "
+                "noise_threshold is its median over the points, noise_threshold_p90 its 90th "
+                "percentile"
             ),
-            "seconds": round(time.perf_counter() - started, 1),
-            "environment_warnings": differences,
+            "same_configuration_spread": (
+                {"points": len(aa), "p95": float(np.exp(np.quantile(aa, 0.95)) - 1.0)}
+                if len(aa)
+                else None
+            ),
+            "false_calls_bound": float(alpha * differing),
         }
     )
-    if repeats < 4:
+    summary.pop("warning", None)
+    if 2.0**-repeats >= alpha:
         summary["warning"] = (
-            f"{repeats} repeats: the Mann-Whitney test cannot reach alpha={alpha}; "
-            "no point can be called a progression or regression"
+            f"{repeats} repeats: the signed-rank test cannot reach alpha={alpha} "
+            f"(smallest p-value {2.0**-repeats:.3g}); no point can be called a progression or "
+            "regression"
         )
-    return Validation(table, measurements, summary)
+    return Validation(table, validation.measurements, summary)
 
 
 def write_validation(validation: Validation, folder: Path, space: Space) -> list[Path]:
@@ -536,7 +584,7 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--alpha", type=float, default=DEFAULT_ALPHA, help="false discovery rate of the test"
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed of the noise bootstrap")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the noise estimate")
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:

@@ -19,7 +19,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from mlkaps_gpu.optimize._batched import BatchedNSGA2
+from mlkaps_gpu.optimize._batched import BatchedNSGA2, BatchedResult
 from mlkaps_gpu.space import Space
 from mlkaps_gpu.surrogate import Surrogate
 
@@ -59,6 +59,8 @@ class GridOptimizer:
         window: int = 10,
         seed: int = 0,
         progress: Callable[[int, int], None] | None = None,
+        chunk_size: int = 512,
+        map_chunks: MapChunks | None = None,
     ) -> None:
         if method not in METHODS:
             raise ValueError(f"unknown optimization method '{method}' (allowed: {METHODS})")
@@ -86,6 +88,12 @@ class GridOptimizer:
                 f"{self.objectives[1:]} can be bounded"
             )
         self.window = window
+        if chunk_size < 1:
+            raise ValueError(f"chunk_size must be positive, got {chunk_size}")
+        #: grid points per NSGA-II chunk; each chunk has its own seed derived from (seed, chunk
+        #: index), so the result does not depend on how chunks are spread over workers
+        self.chunk_size = chunk_size
+        self.map_chunks = map_chunks
         self.seed = seed
         self.progress = progress
         self.fronts_: pd.DataFrame = pd.DataFrame()
@@ -216,21 +224,21 @@ class GridOptimizer:
         self, surrogates: Sequence[Surrogate], grid: pd.DataFrame
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         space = self.space
-        population = max(4, self.population + self.population % 2)
-        optimizer = BatchedNSGA2(
-            space,
-            population=population,
-            generations=self.generations,
-            window=self.window,
-            weights=list(self.weights) if len(self.objectives) > 1 else None,
-            seed=self.seed,
-            progress=self.progress,
-        )
-        result = optimizer.run(lambda features: self._predict(surrogates, features), grid)
+        starts = list(range(0, len(grid), self.chunk_size))
+        tasks = [
+            _ChunkTask(self, list(surrogates), grid.iloc[start : start + self.chunk_size], index)
+            for index, start in enumerate(starts)
+        ]
+        mapper = self.map_chunks or (lambda function, items: list(map(function, items)))
+        parts = list(mapper(_run_chunk, tasks))
+        result = _concatenate(parts)
+        if self.progress:
+            self.progress(len(tasks), len(tasks))
         self.statistics_ = {
-            "generations": result.generations,
-            "predictions": result.predictions,
-            "predict_seconds": result.predict_seconds,
+            "generations": max(part.generations for part in parts),
+            "predictions": sum(part.predictions for part in parts),
+            "predict_seconds": sum(part.predict_seconds for part in parts),
+            "chunks": len(parts),
         }
         n_points = len(grid)
         codes = np.zeros((n_points, len(space.design)), dtype=np.int64)
@@ -271,6 +279,65 @@ class GridOptimizer:
             sign = -1.0 if self.directions[index] == "maximize" else 1.0
             table[f"predicted_{name}"] = sign * np.array([f[2][index] for f in fronts])
         return table
+
+
+MapChunks = Callable[[Callable[[Any], Any], list[Any]], list[Any]]
+
+
+class _ChunkTask:
+    """One chunk of grid points, picklable so that Dask workers can run it."""
+
+    def __init__(
+        self, owner: GridOptimizer, surrogates: list[Surrogate], grid: pd.DataFrame, index: int
+    ) -> None:
+        self.space = owner.space
+        self.surrogates = surrogates
+        self.directions = owner.directions
+        self.population = max(4, owner.population + owner.population % 2)
+        self.generations = owner.generations
+        self.window = owner.window
+        self.weights = list(owner.weights) if len(owner.objectives) > 1 else None
+        self.seed = int(np.random.SeedSequence([owner.seed, index]).generate_state(1)[0])
+        self.grid = grid.reset_index(drop=True)
+
+    def predict(self, features: np.ndarray) -> np.ndarray:
+        out = np.empty((len(features), len(self.surrogates)))
+        for index, surrogate in enumerate(self.surrogates):
+            sign = -1.0 if self.directions[index] == "maximize" else 1.0
+            out[:, index] = sign * surrogate.predict(features)
+        return out
+
+
+def _run_chunk(task: _ChunkTask) -> BatchedResult:
+    optimizer = BatchedNSGA2(
+        task.space,
+        population=task.population,
+        generations=task.generations,
+        window=task.window,
+        weights=task.weights,
+        seed=task.seed,
+    )
+    return optimizer.run(task.predict, task.grid)
+
+
+def _concatenate(parts: list[BatchedResult]) -> BatchedResult:
+    objectives = max(part.values.shape[2] for part in parts)
+    for part in parts:  # chunks without any valid point keep a one-objective placeholder
+        if part.values.shape[2] != objectives or part.archive_values is None:
+            points, population, design = part.codes.shape
+            part.values = np.full((points, population, objectives), np.inf)
+            part.archive_codes = np.zeros((points, objectives, design), dtype=np.int64)
+            part.archive_values = np.full((points, objectives, objectives), np.inf)
+    archives = [part.archive_values is not None for part in parts]
+    result = BatchedResult(
+        codes=np.concatenate([part.codes for part in parts]),
+        values=np.concatenate([part.values for part in parts]),
+        alive=np.concatenate([part.alive for part in parts]),
+    )
+    if all(archives):
+        result.archive_codes = np.concatenate([p.archive_codes for p in parts])  # type: ignore[misc]
+        result.archive_values = np.concatenate([p.archive_values for p in parts])  # type: ignore[misc]
+    return result
 
 
 def _non_dominated(values: np.ndarray, codes: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:

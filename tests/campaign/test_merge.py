@@ -55,7 +55,7 @@ def test_merge_keeps_the_expert_where_the_tuned_is_not_faster(campaign: Campaign
     faster = before["verdict"] == "progression"
     # the paired kernel: the expert is 2x slower from n = 300 on (unless the header picked
     # the expert's configuration itself), equally fast below
-    assert (before.loc[before["n"] < 300, "verdict"] == "neutral").all()
+    assert before.loc[before["n"] < 300, "verdict"].isin(["neutral", "same"]).all()
     assert faster.sum() >= 4
     assert (result.decisions["source"] == np.where(faster, "tuned", "expert")).all()
 
@@ -83,7 +83,7 @@ def test_merge_keeps_the_expert_where_the_tuned_is_not_faster(campaign: Campaign
     assert after.summary["geomean_speedup"] == pytest.approx(
         result.before.summary["geomean_speedup"]
     )
-    assert (after.points["verdict"] == before["verdict"]).all()
+    assert (after.points["verdict"] == np.where(faster, "progression", "same")).all()
     assert len(campaign.store) == stored + 2 * (12 * 2 * 5)
     assert result.summary["kept_tuned"] == int(faster.sum())
 
@@ -100,12 +100,12 @@ def test_merge_command_reuses_the_validation_and_writes_before_after(
     directory = str(campaign.directory)
     reference = ["block=4,variant=slow"]
     expert = FixedConfiguration(campaign.space, REFERENCE)
-    validate(campaign, expert, sizes={"n": 8}, repeats=4).save(campaign.directory / "validation")
+    validate(campaign, expert, sizes={"n": 8}, repeats=5).save(campaign.directory / "validation")
     validation_run = json.loads((campaign.directory / "validation/summary.json").read_text())
     stored = len(campaign.store)
     args = parser.parse_args(["merge", directory, "--expert", *reference, "--from-validation"])
     assert _merge.run(args) == 0
-    assert len(campaign.store) == stored + 8 * 2 * 4  # only the after-merge validation
+    assert len(campaign.store) == stored + 8 * 2 * 5  # only the after-merge validation
     summary = json.loads((campaign.directory / "merge/summary.json").read_text())
     assert summary["before"]["run"] == validation_run["run"]
     assert summary["after"]["run"].startswith("merge-after@")

@@ -26,6 +26,7 @@ from mlkaps_gpu.campaign._validate import (
     add_parser,
     cost_matrices,
     noise_threshold,
+    paired_differences,
     parse_grid,
     point_statistics,
     run,
@@ -135,7 +136,9 @@ def test_validate_stores_every_measurement_and_gets_the_known_speedups(
     assert np.allclose(points["speedup"], expected)
     assert set(np.round(expected, 9)) <= {1.0, 2.0}
     assert (expected == 2.0).sum() >= 4
-    assert (points["verdict"] == np.where(expected > 1.5, "progression", "neutral")).all()
+    same = (points["tuned_block"] == 4) & (points["tuned_variant"] == "slow")
+    verdicts = np.where(expected > 1.5, "progression", np.where(same, "same", "neutral"))
+    assert (points["verdict"] == verdicts).all()
     assert (points["reference_block"] == 4).all() and (points["reference_variant"] == "slow").all()
 
     summary = validation.summary
@@ -159,32 +162,42 @@ def _synthetic(seed: int, sigma: float, repeats: int = 5) -> dict[str, np.ndarra
 
 
 def test_statistics_find_the_known_progressions_and_regressions_under_noise() -> None:
-    costs = _synthetic(seed=5, sigma=0.02)
-    noise = noise_threshold(costs, np.random.default_rng(0))
-    table = point_statistics(costs, alpha=0.05, noise_log=noise)
-    expected = ["progression"] * 10 + ["regression"] * 10 + ["neutral"] * 20
-    assert table["verdict"].tolist() == expected
-    assert np.allclose(table["speedup"][:10], 2.0, rtol=0.05)
-    assert np.allclose(table["speedup"][10:20], 0.5, rtol=0.05)
-    assert (table["q_faster"] >= table["p_faster"]).all()  # FDR-adjusted
-    table = table.assign(n=np.arange(40), same_configuration=False)
+    costs = _synthetic(seed=5, sigma=0.05)
+    rng = np.random.default_rng(0)
+    noise = noise_threshold(paired_differences(costs), rng)
+    same = np.zeros(40, dtype=bool)
+    same[-5:] = True
+    table = point_statistics(costs, same, alpha=0.05, noise_log=noise, rng=rng)
+    verdicts = table["verdict"].to_numpy()
+    assert (verdicts[:10] == "progression").all() and (verdicts[10:20] == "regression").all()
+    assert (verdicts[-5:] == "same").all()
+    # equal configurations: at most the expected handful of false calls (alpha = 1/32 per side)
+    assert np.sum(verdicts[20:35] != "neutral") <= 1
+    assert np.allclose(table["speedup"][:10], 2.0, rtol=0.1)
+    assert np.allclose(table["speedup"][10:20], 0.5, rtol=0.1)
+    assert np.allclose(table["p_faster"][:10], 1 / 32)  # all five rounds agree: the floor
+    table = table.assign(n=np.arange(40), same_configuration=same)
     summary = summarize(table, ["n"])
-    assert summary["progressions"]["share"] == 0.25 and summary["regressions"]["share"] == 0.25
+    progressions = int(np.sum(verdicts == "progression"))
+    assert summary["progressions"]["share"] == progressions / 40
     assert summary["regressions"]["mean_slowdown"] == pytest.approx(
-        float(np.mean(1.0 / table["speedup"][10:20]))
+        float(np.mean(1.0 / table["speedup"][verdicts == "regression"]))
     )
-    assert summary["worst"]["speedup"] == pytest.approx(table["speedup"].min())
+    assert summary["worst"]["speedup"] == pytest.approx(table["speedup"][:35].min())
     assert summary["geomean_speedup"] == pytest.approx(
         math.exp(float(np.mean(np.log(table["speedup"]))))
     )
 
 
 def test_noise_threshold_follows_the_spread_and_failed_points_are_failed() -> None:
-    quiet = noise_threshold(_synthetic(1, 0.01), np.random.default_rng(0))
-    loud = noise_threshold(_synthetic(1, 0.2), np.random.default_rng(0))
+    rng = np.random.default_rng(0)
+    quiet = noise_threshold(paired_differences(_synthetic(1, 0.01)), rng)
+    loud = noise_threshold(paired_differences(_synthetic(1, 0.2)), rng)
     assert 0 < np.median(quiet) < 0.05 < np.median(loud)
-    exact = _synthetic(1, 0.0)
-    assert np.all(noise_threshold(exact, np.random.default_rng(0)) == 0)
+    assert np.all(noise_threshold(paired_differences(_synthetic(1, 0.0)), rng) == 0)
+    # one wild round out of five moves the threshold very little
+    wild = np.array([[0.01, -0.01, 0.02, 0.0, 5.0]])
+    assert noise_threshold(wild, rng)[0] < 0.05
     # a point whose tuned measurements all failed cannot be decided
     measurements = pd.DataFrame(
         {
@@ -196,7 +209,9 @@ def test_noise_threshold_follows_the_spread_and_failed_points_are_failed() -> No
         }
     )
     costs = cost_matrices(measurements, 2, 2, maximize=False)
-    table = point_statistics(costs, alpha=0.05, noise_log=np.zeros(2))
+    table = point_statistics(
+        costs, np.zeros(2, dtype=bool), alpha=0.05, noise_log=np.zeros(2), rng=rng
+    )
     assert table["verdict"].tolist() == ["neutral", "failed"]
     assert table["speedup"][0] == pytest.approx(2.0)
 
