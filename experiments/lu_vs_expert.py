@@ -82,6 +82,20 @@ def time_openblas(points: pd.DataFrame, *, repeats: int, seed: int) -> np.ndarra
     return out
 
 
+def previous_openblas(
+    args: argparse.Namespace, budget: int, points: pd.DataFrame
+) -> np.ndarray | None:
+    """With --resume-merge, the OpenBLAS times of the previous tables for the same points."""
+    path = args.out / f"lu_vs_expert{args.tag}.csv"
+    if not args.resume_merge or not path.exists():
+        return None
+    table = pd.read_csv(path)
+    table = table[table["budget"] == budget]
+    if table[["m", "n"]].to_numpy().tolist() != points[["m", "n"]].to_numpy().tolist():
+        return None
+    return table["openblas_s"].to_numpy(dtype=float)
+
+
 def headline(summary: dict[str, Any]) -> dict[str, Any]:
     worst = summary.get("worst") or {}
     return {
@@ -98,7 +112,12 @@ def headline(summary: dict[str, Any]) -> dict[str, Any]:
         "noise threshold p90": summary["noise_threshold_p90"],
         "same configuration": summary["same_configuration"],
         "false calls bound": summary["false_calls_bound"],
+        "same-configuration spread p95": (summary.get("same_configuration_spread") or {}).get(
+            "p95"
+        ),
         "points": summary["compared"],
+        "load average": summary.get("load_average"),
+        "run": summary.get("run"),
     }
 
 
@@ -130,15 +149,26 @@ def run_budget(budget: int, args: argparse.Namespace, reuse: dict[int, Path]) ->
     validate_seconds = time.perf_counter() - started
     print(f"budget {budget}: {before.describe()} [{validate_seconds:.0f} s]", flush=True)
     started = time.perf_counter()
-    result = merge(campaign, expert, before=before, seed=args.seed)
-    write_merge(result, campaign.directory / "merge", campaign.space)
+    merge_dir = campaign.directory / "merge"
+    if args.resume_merge and (merge_dir / "summary.json").exists():
+        summary = json.loads((merge_dir / "summary.json").read_text())
+        after = Validation.load(merge_dir / "after")
+        decisions = pd.read_csv(merge_dir / "decisions.csv")
+        for stage in ("before", "after"):  # redraw the figures
+            write_validation(Validation.load(merge_dir / stage), merge_dir / stage, campaign.space)
+    else:
+        result = merge(campaign, expert, before=before, seed=args.seed)
+        write_merge(result, merge_dir, campaign.space)
+        summary, after, decisions = result.summary, result.after, result.decisions
     merge_seconds = time.perf_counter() - started
-    print(f"budget {budget}: merge [{merge_seconds:.0f} s]\n{describe(result.summary)}", flush=True)
+    print(f"budget {budget}: merge [{merge_seconds:.0f} s]\n{describe(summary)}", flush=True)
     campaign.setup.executor.close()
 
     points = before.points
-    openblas = time_openblas(points, repeats=args.repeats, seed=args.seed)
-    after = result.after.points
+    openblas = previous_openblas(args, budget, points)
+    if openblas is None:
+        openblas = time_openblas(points, repeats=args.repeats, seed=args.seed)
+    after = after.points
     design = campaign.space.design_names
     table = points[campaign.space.input_names].copy()
     table.insert(0, "budget", budget)
@@ -156,7 +186,7 @@ def run_budget(budget: int, args: argparse.Namespace, reuse: dict[int, Path]) ->
     table["expert_again_s"] = np.exp(after["reference_cost"])
     table["speedup_after"] = after["speedup"]
     table["verdict_after"] = after["verdict"]
-    table["kept"] = result.decisions["source"]
+    table["kept"] = decisions["source"]
     table["openblas_s"] = openblas
     meta = campaign.meta.get("details", {})
     record = {
@@ -167,13 +197,13 @@ def run_budget(budget: int, args: argparse.Namespace, reuse: dict[int, Path]) ->
         "sampling": meta.get("sampling", {}),
         "tree": {k: v for k, v in meta.get("trees", {}).items() if k != "depth_sweep"},
         "config": (campaign.directory / "config.toml").read_text(encoding="utf-8"),
-        "before": headline(result.summary["before"]),
-        "after": headline(result.summary["after"]),
+        "before": headline(summary["before"]),
+        "after": headline(summary["after"]),
         "merge": {
-            k: result.summary[k]
+            k: summary[k]
             for k in ("kept_tuned", "kept_expert", "tree_agreement", "header", "verification")
         }
-        | {"tree": {k: v for k, v in result.summary["tree"].items() if k != "depth_sweep"}},
+        | {"tree": {k: v for k, v in summary["tree"].items() if k != "depth_sweep"}},
         "openblas": {
             "geomean tuned / openblas": float(np.exp(np.mean(np.log(table["tuned_s"] / openblas)))),
             "geomean expert / openblas": float(
@@ -183,7 +213,11 @@ def run_budget(budget: int, args: argparse.Namespace, reuse: dict[int, Path]) ->
                 np.exp(np.mean(np.log(table["merged_s"] / openblas)))
             ),
         },
-        "seconds": {"validate": round(validate_seconds), "merge": round(merge_seconds)},
+        "seconds": {
+            "validate": summary["before"].get("seconds", round(validate_seconds)),
+            "merge (fit, export, validate again)": round(merge_seconds),
+            "validate again": summary["after"].get("seconds"),
+        },
         "figures": figure_copies(budget, campaign, args.out),
     }
     return {"record": record, "table": table}
@@ -231,7 +265,7 @@ def markdown(records: list[dict[str, Any]], args: argparse.Namespace) -> str:
         "",
         "| budget | kept tuned / expert | merged tree | tree agrees | "
         "tuned / OpenBLAS | expert / OpenBLAS | merged / OpenBLAS | sampling s | "
-        "validate s | merge s |",
+        "validate s | validate again s |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for record in records:
@@ -244,8 +278,24 @@ def markdown(records: list[dict[str, Any]], args: argparse.Namespace) -> str:
             f"{blas['geomean tuned / openblas']:.2f} | {blas['geomean expert / openblas']:.2f} | "
             f"{blas['geomean merged / openblas']:.2f} | "
             f"{record['sampling'].get('wall_seconds', '-')} | {record['seconds']['validate']} | "
-            f"{record['seconds']['merge']} |"
+            f"{record['seconds']['validate again']} |"
         )
+    lines += [
+        "",
+        "| budget | stage | run | load average (start, end) | same-configuration points | "
+        "their A/A spread (p95 of abs. log ratio) | false calls bound |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for record in records:
+        for stage in ("before", "after"):
+            h = record[stage]
+            spread = h["same-configuration spread p95"]
+            lines.append(
+                f"| {record['budget']} | {stage} merge | {h['run']} | {h['load average']} | "
+                f"{h['same configuration']} | "
+                f"{'-' if spread is None else f'+-{100 * spread:.1f}%'} | "
+                f"{h['false calls bound']:.1f} |"
+            )
     lines += ["", "Figures:", ""]
     for record in records:
         lines += [f"![{name}]({name})" for name in record["figures"]]
@@ -275,6 +325,11 @@ def main() -> int:
         "--resume-validation",
         action="store_true",
         help="reuse DIR/validation of a campaign when present (skip the first comparison)",
+    )
+    parser.add_argument(
+        "--resume-merge",
+        action="store_true",
+        help="reuse DIR/merge of a campaign when present (rebuild the tables only)",
     )
     parser.add_argument("--tag", default="", help="suffix of the result file names")
     args = parser.parse_args()

@@ -141,12 +141,15 @@ def speedup_map(
         norm=Normalize(-limit, limit),
         shading="flat",
     )
-    for verdict, marker, size in (("neutral", ".", 6), ("same", "o", 6), ("regression", "x", 22)):
+    marks = {
+        "neutral": {"marker": ".", "s": 6, "color": "black"},
+        "same": {"marker": "o", "s": 10, "facecolors": "none", "edgecolors": "#555555"},
+        "regression": {"marker": "x", "s": 22, "color": "black"},
+    }
+    for verdict, style in marks.items():
         cells = points[points["verdict"] == verdict]
         if len(cells):
-            axis.scatter(
-                cells[x_name], cells[y_name], marker=marker, s=size, color="black", linewidths=0.8
-            )
+            axis.scatter(cells[x_name], cells[y_name], linewidths=0.8, **style)
     _input_axis(axis, "x", x_name in log_inputs)
     _input_axis(axis, "y", y_name in log_inputs)
     axis.set_xlabel(x_name)

@@ -168,11 +168,25 @@ def _validation_rows(summary: Mapping[str, Any]) -> dict[str, Any]:
             f"{100 * summary['regressions']['share']:.1f}% / "
             f"{_text(summary['regressions']['mean_slowdown'])}"
         ),
-        "worst point": (
+        "worst point (differing configurations)": (
             f"{_text(worst.get('speedup'))}x at {_text(worst.get('inputs'))} "
             f"({worst.get('verdict')})"
+            if worst
+            else "- (every point has the reference's configuration)"
         ),
-        "noise threshold": f"+-{100 * summary.get('noise_threshold', 0.0):.2f}%",
+        "same configuration (A/A) points / their spread (p95)": (
+            f"{summary.get('same_configuration', 0)} / "
+            + (
+                f"+-{100 * summary['same_configuration_spread']['p95']:.1f}%"
+                if summary.get("same_configuration_spread")
+                else "-"
+            )
+        ),
+        "load average (start, end)": _text(summary.get("load_average")),
+        "noise threshold (median / p90 over points)": (
+            f"+-{100 * summary.get('noise_threshold', 0.0):.2f}% / "
+            f"+-{100 * summary.get('noise_threshold_p90', 0.0):.1f}%"
+        ),
         "decision rule": summary.get("test"),
         "noise measured as": summary.get("noise_method"),
         "run": summary.get("run"),

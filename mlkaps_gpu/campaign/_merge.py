@@ -9,10 +9,10 @@ an expert's, export that choice as a second header, and validate it again.
 3. *Fit*: a selector (``joint`` mode when :mod:`mlkaps_gpu.trees` offers it, else
    ``per_parameter``) learns the decisions. Its score makes each point's decision the unique
    optimum there: the decided configuration costs 1, the other measured one
-   ``max(1 + delta, measured ratio)`` and any other configuration
-   ``max(1 + delta, surrogate ratio)``, so a tree that must err errs where it costs least. The
-   depth is the campaign's ``[trees] max_depth`` (``auto``: the smallest depth of least
-   regret, tolerance 0).
+   ``max(1 + 0.001, measured ratio)`` and a configuration never measured there
+   ``max(1 + 0.5, surrogate ratio)``, so the tree reproduces the decisions and, where it must
+   err, errs towards a measured configuration. The depth is the smallest of least regret over
+   1..12 (``max_depth="auto"``, tolerance 0) unless ``max_depth`` is given.
 4. *Export*: ``<prefix>_merged.h`` (symbols prefixed ``<prefix>_merged``), verified against the
    selector on boundary inputs exactly as the campaign's header, ``merged_selector.pkl``.
 5. *Validate again*: the merged header against the expert at the same points, with fresh
@@ -59,8 +59,11 @@ from mlkaps_gpu.trees import (
 )
 
 MERGE_DIR = "merge"
-#: Least relative cost of a configuration other than a point's decision.
+#: Least relative cost of the other measured configuration at a point.
 DECISION_MARGIN = 1e-3
+#: Least relative cost of a configuration never measured at a point: the measurements say
+#: nothing about it there, and the surrogate's optimism is what the merge guards against.
+UNMEASURED_PENALTY = 0.5
 
 
 @dataclass
@@ -132,8 +135,9 @@ def decision_score(validation: Validation, decisions: pd.DataFrame, campaign: Ca
         is_chosen = np.all(codes == chosen_codes[point], axis=1)
         is_other = np.all(codes == other_codes[point], axis=1) & ~is_chosen
         ratio = surrogate_cost(table) / chosen_prediction[point]
+        floor = np.where(is_other, 1.0 + DECISION_MARGIN, 1.0 + UNMEASURED_PENALTY)
         ratio = np.where(is_other, measured[point], ratio)
-        return np.where(is_chosen, 1.0, np.maximum(1.0 + DECISION_MARGIN, ratio))
+        return np.where(is_chosen, 1.0, np.maximum(floor, ratio))
 
     return score
 
@@ -144,23 +148,27 @@ def merged_mode() -> str:
 
 
 def fit_merged(
-    campaign: Campaign, decisions: pd.DataFrame, score: Any, *, mode: str
+    campaign: Campaign,
+    decisions: pd.DataFrame,
+    score: Any,
+    *,
+    mode: str,
+    max_depth: int | str = "auto",
 ) -> tuple[Selector, dict[str, Any]]:
     """Fit the merged selector on the decisions; returns it and its size / depth details."""
-    options = campaign.config.trees
     fitted = fit_selector(
         decisions[campaign.space.names],
         campaign.space,
         score,
         mode=mode,
-        max_depth=options.max_depth,
+        max_depth=max_depth,
         depth_tolerance=0.0,
         random_state=campaign.config.seed,
     )
     return fitted.selector, {
         "mode": mode,
-        "depth": fitted.sweep.chosen,
-        **tree_size(fitted.selector),
+        "max_depth": fitted.sweep.chosen,
+        **tree_size(fitted.selector),  # leaves, nodes and the actual depth
         "depth_sweep": fitted.sweep.records(),
     }
 
@@ -194,6 +202,7 @@ def merge(
     alpha: float = 0.05,
     seed: int = 0,
     mode: str | None = None,
+    max_depth: int | str = "auto",
     progress: Progress | None = None,
 ) -> MergeResult:
     """Steps 1-5 of the module docstring; ``before`` reuses a comparison with ``expert``."""
@@ -223,7 +232,11 @@ def merge(
     mode = mode or merged_mode()
     started = time.perf_counter()
     selector, details = fit_merged(
-        campaign, decisions, decision_score(before, decisions, campaign), mode=mode
+        campaign,
+        decisions,
+        decision_score(before, decisions, campaign),
+        mode=mode,
+        max_depth=max_depth,
     )
     header, prefix, verification = export_merged(
         campaign,
@@ -298,7 +311,7 @@ def describe(summary: dict[str, Any]) -> str:
     ]
     for label in ("before", "after"):
         s = summary[label]
-        worst = s.get("worst") or {}
+        worst = s.get("worst") or {"speedup": float("nan"), "verdict": "every point the same"}
         lines.append(
             f"{label:>6}: geomean {s['geomean_speedup']:.3f}x, progressions "
             f"{100 * s['progressions']['share']:.1f}%, regressions "
@@ -326,12 +339,29 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "--mode", choices=list(MODES), default=None, help="tree mode (default: joint if offered)"
     )
     parser.add_argument(
+        "--max-depth",
+        type=_depth,
+        default="auto",
+        help="depth of the merged tree (default auto: least regret over 1..12)",
+    )
+    parser.add_argument(
         "--from-validation",
         action="store_true",
         help="decide from DIR/validation (a validate run against the same expert) instead of "
         "measuring again",
     )
     return parser
+
+
+def _depth(text: str) -> int | str:
+    if text == "auto":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a positive integer or auto, not {text!r}"
+        ) from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -356,6 +386,7 @@ def run(args: argparse.Namespace) -> int:
                 alpha=args.alpha,
                 seed=args.seed,
                 mode=args.mode,
+                max_depth=args.max_depth,
                 progress=progress,
             )
         report_warnings(caught)

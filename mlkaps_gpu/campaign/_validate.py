@@ -49,6 +49,7 @@ import argparse
 import json
 import logging
 import math
+import os
 import time
 import warnings
 from collections.abc import Callable, Mapping
@@ -401,7 +402,7 @@ class Validation:
         """One paragraph of the main numbers."""
         s = self.summary
         worst = s.get("worst") or {}
-        where = ", ".join(f"{k}={v}" for k, v in worst.get("inputs", {}).items())
+        where = ", ".join(f"{k}={v}" for k, v in worst.get("inputs", {}).items()) or "-"
         return (
             f"{s['tuned']} vs {s['reference']} at {s['compared']} points "
             f"({s['repeats']} repeats): geometric-mean speedup {s['geomean_speedup']:.3f}x; "
@@ -454,6 +455,7 @@ def validate(
     reference_configs = reference.configurations(points)
     tag = f"{purpose}@{time.strftime('%Y%m%dT%H%M%S')}"
     started = time.perf_counter()
+    load_before = _load_average()
     measurements = measure_pairs(
         campaign,
         points,
@@ -483,6 +485,7 @@ def validate(
         "on_optimization_grid": int(on_grid),
         "measurements": len(measurements),
         "seconds": round(time.perf_counter() - started, 1),
+        "load_average": [load_before, _load_average()],
         "environment_warnings": differences,
     }
     validation = Validation(configured, measurements, metadata)
@@ -569,6 +572,14 @@ def write_validation(validation: Validation, folder: Path, space: Space) -> list
     paths = validation.save(folder)
     paths += speedup_figures(validation.points, validation.summary, space, folder)
     return paths
+
+
+def _load_average() -> float | None:
+    """The machine's one-minute load average (other work perturbs the timings), if known."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):  # pragma: no cover - not Unix
+        return None
 
 
 def _plain(value: Any) -> Any:

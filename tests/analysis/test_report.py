@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import base64
 import re
 from collections.abc import Iterator
@@ -12,6 +11,7 @@ import pytest
 
 from mlkaps_gpu.analysis import _report
 from mlkaps_gpu.campaign import Campaign
+from mlkaps_gpu.campaign._cli import main
 from mlkaps_gpu.campaign._expert import FixedConfiguration
 from mlkaps_gpu.campaign._merge import merge, write_merge
 from mlkaps_gpu.campaign._validate import validate, write_validation
@@ -75,11 +75,8 @@ def test_report_shows_validation_and_merge_figures(campaign: Campaign, tmp_path:
         write_validation(before, campaign.directory / "validation", campaign.space)
         write_merge(result, campaign.directory / "merge", campaign.space)
 
-    parser = argparse.ArgumentParser(prog="mlkaps-gpu")
-    _report.add_parser(parser.add_subparsers(dest="command"))
     out = tmp_path / "report.html"
-    args = parser.parse_args(["report", str(campaign.directory), "--out", str(out), "--folds", "2"])
-    assert _report.run(args) == 0
+    assert main(["report", str(campaign.directory), "--out", str(out), "--folds", "2"]) == 0
     text = out.read_text(encoding="utf-8")
     pictures = images(text)
     # 4 campaign figures + validation (map, histogram) + merge before / after (2 each)

@@ -3,7 +3,6 @@ and the merged header answers accordingly."""
 
 from __future__ import annotations
 
-import argparse
 import json
 from collections.abc import Iterator
 
@@ -11,7 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mlkaps_gpu.campaign import Campaign, CampaignError, _merge
+from mlkaps_gpu.campaign import Campaign
+from mlkaps_gpu.campaign._cli import main
 from mlkaps_gpu.campaign._expert import FixedConfiguration
 from mlkaps_gpu.campaign._merge import decide, merge
 from mlkaps_gpu.campaign._validate import Validation, validate
@@ -95,16 +95,13 @@ def test_merge_command_reuses_the_validation_and_writes_before_after(
 
     rendered: list[int] = []
     monkeypatch.setattr(_plots, "_png", lambda figure: rendered.append(1) or b"\x89PNG")
-    parser = argparse.ArgumentParser(prog="mlkaps-gpu")
-    _merge.add_parser(parser.add_subparsers(dest="command"))
     directory = str(campaign.directory)
     reference = ["block=4,variant=slow"]
     expert = FixedConfiguration(campaign.space, REFERENCE)
     validate(campaign, expert, sizes={"n": 8}, repeats=5).save(campaign.directory / "validation")
     validation_run = json.loads((campaign.directory / "validation/summary.json").read_text())
     stored = len(campaign.store)
-    args = parser.parse_args(["merge", directory, "--expert", *reference, "--from-validation"])
-    assert _merge.run(args) == 0
+    assert main(["merge", directory, "--expert", *reference, "--from-validation"]) == 0
     assert len(campaign.store) == stored + 8 * 2 * 5  # only the after-merge validation
     summary = json.loads((campaign.directory / "merge/summary.json").read_text())
     assert summary["before"]["run"] == validation_run["run"]
@@ -116,8 +113,6 @@ def test_merge_command_reuses_the_validation_and_writes_before_after(
     assert len(rendered) == 4
     assert (campaign.directory / "toy_merged.h").exists()
     assert "kept the tuned configuration" in capsys.readouterr().out
-    wrong = parser.parse_args(
-        ["merge", directory, "--expert", "block=8,variant=fast", "--from-validation"]
-    )
-    with pytest.raises(CampaignError, match="made against"):
-        _merge.run(wrong)
+    wrong = ["merge", directory, "--expert", "block=8,variant=fast", "--from-validation"]
+    assert main(wrong) == 2
+    assert "made against" in capsys.readouterr().err

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import sys
@@ -15,6 +14,7 @@ import pandas as pd
 import pytest
 
 from mlkaps_gpu.campaign import Campaign, CampaignError, parse_config
+from mlkaps_gpu.campaign._cli import main
 from mlkaps_gpu.campaign._expert import (
     FixedConfiguration,
     TableReference,
@@ -23,13 +23,11 @@ from mlkaps_gpu.campaign._expert import (
 )
 from mlkaps_gpu.campaign._select import EnvironmentMismatchWarning
 from mlkaps_gpu.campaign._validate import (
-    add_parser,
     cost_matrices,
     noise_threshold,
     paired_differences,
     parse_grid,
     point_statistics,
-    run,
     summarize,
     validate,
     validation_grid,
@@ -246,13 +244,8 @@ def test_validate_command_writes_summary_table_and_figures(
     campaign: Campaign, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setattr(Campaign, "environment_warnings", lambda self: ["cpu: A != B"])
-    parser = argparse.ArgumentParser(prog="mlkaps-gpu")
-    add_parser(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(
-        ["validate", str(campaign.directory), "--reference", "block=4,variant=slow"]
-        + ["--grid", "6", "--repeats", "4"]
-    )
-    assert run(args) == 0
+    argv = ["validate", str(campaign.directory), "--reference", "block=4,variant=slow"]
+    assert main([*argv, "--grid", "6", "--repeats", "4"]) == 0
     printed = capsys.readouterr()
     assert "warning:" in printed.err and "cpu: A != B" in printed.err
     assert "geometric-mean speedup" in printed.out
@@ -265,6 +258,9 @@ def test_validate_command_writes_summary_table_and_figures(
     assert summary["environment_warnings"] == ["cpu: A != B"]
     assert summary["points"] == 6 and summary["repeats"] == 4
     assert len(pd.read_csv(folder / "points.csv")) == 6
+    # a bad reference is one line on stderr and exit status 2
+    assert main(["validate", str(campaign.directory), "--reference", "block=3"]) == 2
+    assert "design parameter" in capsys.readouterr().err
     # the Python API warns instead
     with pytest.warns(EnvironmentMismatchWarning, match="cpu: A != B"):
         validate(campaign, FixedConfiguration(campaign.space, REFERENCE), sizes={"n": 2})
