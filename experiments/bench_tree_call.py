@@ -5,8 +5,11 @@ inputs m, n in [64, 1024], constraint ``nb <= min(m, n)``, so ``<prefix>_select`
 and then the run-time validity check). A small C program, compiled with ``gcc -O2`` (no
 ``-ffast-math``), calls through a non-inlined wrapper:
 
-- ``select``: ``<prefix>_select(m, n)`` (tree + validity check + rare fallback);
-- ``tree``: ``<prefix>_tree_select(m, n)`` (the tree alone);
+- ``select``: ``<prefix>_select(m, n)`` (tree + validity check + rare fallback), with the
+  default leaf functions (branch-free threshold counts and a cell table,
+  ``mlkaps_gpu/trees/_codegen_table.py``);
+- ``select_if``: the same selector generated with ``lookup=False`` (nested ``if`` only);
+- ``tree``: ``<prefix>_tree_select(m, n)`` (the tree alone, lookup form);
 - ``empty``: a wrapper with the same signature doing no work (the loop and call overhead);
 
 over four input patterns of 2**18 calls each (a fixed LCG): ``random`` log-uniform inputs (no
@@ -45,6 +48,7 @@ PROGRAM = r"""
 #include <stdlib.h>
 #include <time.h>
 #include "selector.h"
+#include "branches.h"
 
 #define N_INPUTS (1 << 18)
 #define CHUNK 4096
@@ -61,6 +65,12 @@ static const char *pattern_names[N_PATTERNS] = {"random", "shapes16", "sweep", "
 OPAQUE static long long call_select(long long m, long long n)
 {
     CONFIG c = SELECT(m, n);
+    return FIELDS;
+}
+
+OPAQUE static long long call_select_if(long long m, long long n)
+{
+    IFCONFIG c = IFSELECT(m, n);
     return FIELDS;
 }
 
@@ -114,10 +124,11 @@ int main(int argc, char **argv)
 {
     int repeats = argc > 1 ? atoi(argv[1]) : 15, r, i, k, p;
     long long sink = 0, shape_m[16], shape_n[16];
-    call_t calls[3];
+    call_t calls[4];
     calls[0] = call_select;
     calls[1] = call_tree;
     calls[2] = call_empty;
+    calls[3] = call_select_if;
     for (i = 0; i < 16; ++i) {
         shape_m[i] = log_uniform();
         shape_n[i] = log_uniform();
@@ -136,7 +147,7 @@ int main(int argc, char **argv)
     for (r = 0; r < repeats; ++r) {
         for (i = 0; i < N_INPUTS; i += CHUNK) {
             for (p = 0; p < N_PATTERNS; ++p) {
-                for (k = 0; k < 3; ++k) {
+                for (k = 0; k < 4; ++k) {
                     printf("%d %s %.4f\n", k, pattern_names[p], run(calls[k], p, i, &sink));
                 }
             }
@@ -148,15 +159,18 @@ int main(int argc, char **argv)
 """
 
 PATTERNS = ("random", "shapes16", "sweep", "constant")
-NAMES = {0: "select", 1: "tree", 2: "empty"}
+NAMES = {0: "select", 1: "tree", 2: "empty", 3: "select_if"}
 
 
 def program_source(selector: JointSelector, prefix: str) -> str:
     model = selector.model_
     plan = NamePlan.build(prefix, model.inputs, model.design, model.tree_names)
     fields = " + ".join(f"(long long)c.{names.field}" for names in plan.outputs)
+    nested = NamePlan.build(prefix + "_if", model.inputs, model.design, model.tree_names)
     return (
-        PROGRAM.replace("CONFIG", plan.config_type)
+        PROGRAM.replace("IFCONFIG", nested.config_type)
+        .replace("IFSELECT", nested.select_function)
+        .replace("CONFIG", plan.config_type)
         .replace("SELECT", plan.select_function)
         .replace("TREE", plan.validity.tree_select)
         .replace("FIELDS", fields)
@@ -168,6 +182,8 @@ def measure(selector: JointSelector, repeats: int, compiler: str) -> pd.DataFram
     with tempfile.TemporaryDirectory() as folder:
         directory = Path(folder)
         (directory / "selector.h").write_text(selector.to_c("bench"), encoding="utf-8")
+        nested = selector.to_c("bench_if", lookup=False)
+        (directory / "branches.h").write_text(nested, encoding="utf-8")
         (directory / "bench.c").write_text(program_source(selector, "bench"), encoding="utf-8")
         command = [compiler, "-O2", "-std=gnu99", "bench.c", "-o", "bench", "-lm"]
         subprocess.run(command, cwd=directory, check=True)
@@ -218,19 +234,23 @@ def main() -> int:
                 "leaves": tree.n_leaves,
                 "inputs": pattern,
             }
-            for function in ("select", "tree", "empty"):
+            for function in ("select", "select_if", "tree", "empty"):
                 low, tenth, middle = times.loc[(function, pattern)]
                 row[f"{function} p10"] = round(float(tenth), 2)
                 row[f"{function} median"] = round(float(middle), 2)
             net = times.loc[("select", pattern), "p10"] - times.loc[("empty", pattern), "p10"]
             row["net select p10"] = round(float(net), 2)
+            net_if = times.loc[("select_if", pattern), "p10"] - times.loc[("empty", pattern), "p10"]
+            row["net select_if p10"] = round(float(net_if), 2)
             rows.append(row)
     print(
         f"ns per call over {args.repeats} passes of 2**18 calls timed in chunks of 4096 "
         f"({args.compiler} -O2): 10th percentile (the machine is shared: most chunks are "
         "slowed by other processes) and median of the chunks; net select = select p10 - empty "
-        "p10. Inputs: 'random' log-uniform (no branch predictable), 'shapes16' 16 recurring "
-        "shapes in random order, 'sweep' n += 1 per call, 'constant' one input."
+        "p10. select: the default header (threshold counts + cell table); select_if: the same "
+        "trees as nested ifs (lookup=False). Inputs: 'random' log-uniform (no branch "
+        "predictable), 'shapes16' 16 recurring shapes in random order, 'sweep' n += 1 per "
+        "call, 'constant' one input."
     )
     print(pd.DataFrame(rows).to_string(index=False))
     return 0

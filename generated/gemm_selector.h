@@ -58,7 +58,7 @@ static inline GEMM_HD double gemm_float32_feature(double value)
     return (double)(float)value;
 }
 
-static inline GEMM_HD int gemm_joint_leaf(const double *x)
+static inline GEMM_HD int gemm_joint_leaf_branches(const double *x)
 {
     if (x[1] <= 95.5) {
         if (x[0] <= 70.0) {
@@ -1095,8 +1095,115 @@ static inline GEMM_HD int gemm_joint_leaf(const double *x)
     }
 }
 
+static inline GEMM_HD int gemm_joint_leaf(const double *x)
+{
+#ifdef __CUDA_ARCH__
+    return gemm_joint_leaf_branches(x);
+#else
+    {
+        static const float t0[12] = {
+            38.0f, 51.5f, 70.0f, 95.5f, 129.5f, 176.0f, 239.5f, 326.0f,
+            444.0f, 3.40282347e+38f, 3.40282347e+38f, 3.40282347e+38f
+        };
+        static const float t1[12] = {
+            38.0f, 51.5f, 70.0f, 95.5f, 129.5f, 176.0f, 239.5f, 326.0f,
+            444.0f, 3.40282347e+38f, 3.40282347e+38f, 3.40282347e+38f
+        };
+        static const float t2[8] = {
+            38.0f, 51.5f, 70.0f, 95.5f, 129.5f, 176.0f, 239.5f, 326.0f
+        };
+        static const unsigned short cell[900] = {
+            0, 9, 9, 11, 12, 13, 13, 13, 16, 1, 10, 10, 14, 15, 15, 15,
+            15, 17, 1, 10, 10, 14, 15, 15, 15, 15, 18, 6, 19, 19, 20, 21,
+            22, 23, 24, 25, 115, 122, 122, 123, 124, 125, 126, 126, 126, 117, 132, 132,
+            136, 140, 140, 140, 140, 140, 118, 133, 133, 137, 141, 141, 141, 141, 141, 118,
+            134, 134, 137, 142, 142, 142, 142, 142, 144, 146, 146, 148, 149, 150, 150, 151,
+            155, 145, 147, 147, 152, 153, 154, 154, 154, 156, 2, 26, 26, 27, 27, 28,
+            33, 34, 35, 3, 39, 39, 40, 41, 41, 41, 41, 41, 3, 39, 39, 40,
+            41, 41, 41, 41, 41, 7, 43, 43, 44, 45, 45, 45, 45, 45, 116, 127,
+            127, 128, 129, 130, 130, 131, 131, 119, 135, 135, 138, 143, 143, 143, 143, 143,
+            120, 135, 135, 138, 143, 143, 143, 143, 143, 121, 135, 135, 139, 143, 143, 143,
+            143, 143, 157, 158, 159, 160, 161, 162, 162, 162, 166, 157, 158, 159, 163, 164,
+            165, 165, 165, 166, 4, 29, 30, 31, 31, 32, 36, 37, 38, 5, 42, 42,
+            42, 42, 42, 42, 42, 42, 5, 42, 42, 42, 42, 42, 42, 42, 42, 8,
+            46, 47, 48, 49, 49, 49, 49, 49, 167, 181, 188, 202, 202, 202, 202, 202,
+            243, 168, 181, 189, 203, 203, 203, 203, 203, 244, 168, 182, 190, 204, 204, 204,
+            204, 204, 245, 168, 182, 190, 204, 204, 204, 204, 204, 245, 170, 182, 190, 208,
+            209, 210, 210, 210, 245, 173, 185, 190, 214, 215, 216, 216, 216, 245, 50, 68,
+            69, 70, 70, 71, 71, 71, 72, 54, 73, 74, 74, 75, 75, 75, 75, 75,
+            54, 76, 77, 77, 78, 78, 78, 78, 78, 58, 79, 80, 81, 82, 82, 82,
+            82, 82, 169, 183, 191, 205, 205, 205, 205, 205, 246, 169, 183, 192, 206, 206,
+            206, 206, 206, 248, 169, 183, 192, 206, 206, 206, 206, 206, 248, 169, 183, 192,
+            206, 206, 206, 206, 206, 248, 171, 184, 192, 211, 211, 211, 211, 211, 248, 174,
+            186, 192, 217, 217, 217, 217, 217, 248, 51, 83, 83, 83, 83, 83, 83, 83,
+            84, 55, 85, 85, 85, 85, 85, 85, 85, 85, 55, 85, 85, 85, 85, 85,
+            85, 85, 85, 59, 86, 87, 87, 88, 88, 88, 88, 88, 169, 183, 193, 207,
+            207, 207, 207, 207, 247, 169, 183, 193, 207, 207, 207, 207, 207, 249, 169, 183,
+            193, 207, 207, 207, 207, 207, 249, 169, 183, 193, 207, 207, 207, 207, 207, 250,
+            171, 184, 193, 212, 212, 212, 212, 212, 251, 175, 186, 193, 218, 218, 218, 218,
+            218, 251, 52, 89, 89, 89, 89, 90, 90, 90, 90, 56, 93, 93, 93, 93,
+            93, 93, 93, 93, 56, 93, 93, 93, 93, 93, 93, 93, 93, 60, 94, 94,
+            94, 94, 94, 94, 94, 94, 169, 183, 193, 207, 207, 207, 207, 207, 247, 169,
+            183, 193, 207, 207, 207, 207, 207, 252, 169, 183, 193, 207, 207, 207, 207, 207,
+            252, 169, 183, 193, 207, 207, 207, 207, 207, 252, 172, 184, 193, 213, 213, 213,
+            213, 213, 252, 176, 187, 193, 219, 219, 219, 219, 219, 252, 53, 91, 91, 91,
+            91, 91, 91, 91, 91, 57, 95, 95, 95, 95, 95, 95, 95, 96, 57, 95,
+            95, 95, 95, 95, 95, 95, 96, 61, 97, 97, 97, 97, 97, 97, 97, 98,
+            169, 183, 193, 207, 207, 207, 207, 207, 247, 169, 183, 193, 207, 207, 207, 207,
+            207, 252, 169, 183, 193, 207, 207, 207, 207, 207, 252, 169, 183, 193, 207, 207,
+            207, 207, 207, 252, 172, 184, 193, 213, 213, 213, 213, 213, 252, 176, 187, 193,
+            220, 220, 220, 220, 220, 252, 62, 92, 92, 92, 92, 92, 92, 92, 92, 65,
+            95, 95, 95, 95, 95, 95, 95, 96, 65, 95, 95, 95, 95, 95, 95, 95,
+            96, 67, 97, 97, 97, 97, 97, 97, 97, 98, 169, 183, 193, 207, 207, 207,
+            207, 207, 247, 169, 183, 193, 207, 207, 207, 207, 207, 252, 169, 183, 193, 207,
+            207, 207, 207, 207, 252, 169, 183, 193, 207, 207, 207, 207, 207, 252, 172, 184,
+            193, 213, 213, 213, 213, 213, 252, 176, 187, 193, 221, 221, 221, 221, 221, 252,
+            63, 99, 99, 103, 104, 104, 104, 104, 111, 65, 101, 101, 108, 108, 108, 108,
+            108, 113, 65, 101, 101, 108, 108, 108, 108, 108, 113, 67, 102, 102, 110, 110,
+            110, 110, 110, 114, 177, 194, 195, 222, 223, 224, 224, 224, 253, 178, 196, 196,
+            228, 228, 228, 228, 228, 254, 178, 196, 196, 229, 229, 229, 229, 229, 254, 179,
+            197, 197, 230, 230, 230, 230, 230, 255, 180, 197, 197, 231, 232, 233, 233, 233,
+            255, 180, 197, 197, 234, 235, 236, 236, 236, 255, 64, 100, 100, 105, 106, 107,
+            107, 107, 112, 66, 101, 101, 109, 109, 109, 109, 109, 113, 66, 101, 101, 109,
+            109, 109, 109, 109, 113, 67, 102, 102, 110, 110, 110, 110, 110, 114, 177, 198,
+            199, 225, 226, 227, 227, 227, 256, 178, 200, 200, 228, 228, 228, 228, 228, 257,
+            178, 200, 200, 229, 229, 229, 229, 229, 257, 179, 201, 201, 230, 230, 230, 230,
+            230, 258, 180, 201, 201, 237, 238, 239, 239, 239, 258, 180, 201, 201, 240, 241,
+            242, 242, 242, 258
+        };
+        int k, index = 0;
+        {
+            const float v = (float)x[0];
+            int count = 0;
+            for (k = 0; k < 12; ++k) {
+                count += v > t0[k];
+            }
+            index += count * 90;
+        }
+        {
+            const float v = (float)x[1];
+            int count = 0;
+            for (k = 0; k < 12; ++k) {
+                count += v > t1[k];
+            }
+            index += count * 9;
+        }
+        {
+            const float v = (float)x[2];
+            int count = 0;
+            for (k = 0; k < 8; ++k) {
+                count += v > t2[k];
+            }
+            index += count;
+        }
+        return cell[index];
+    }
+#endif
+}
+
 static inline GEMM_HD long long gemm_tile_m_value(int leaf)
 {
+#ifdef __CUDA_ARCH__
     switch (leaf) {
     case 0:
         return 16LL;
@@ -1617,10 +1724,51 @@ static inline GEMM_HD long long gemm_tile_m_value(int leaf)
     default: /* leaf 258 */
         return 64LL;
     }
+#else
+    {
+        static const long long values[259] = {
+            16LL, 8LL, 16LL, 16LL, 16LL, 16LL, 16LL, 16LL,
+            32LL, 8LL, 8LL, 8LL, 8LL, 8LL, 8LL, 8LL,
+            8LL, 16LL, 8LL, 16LL, 8LL, 16LL, 16LL, 16LL,
+            16LL, 16LL, 16LL, 8LL, 8LL, 16LL, 16LL, 8LL,
+            16LL, 8LL, 8LL, 8LL, 8LL, 8LL, 8LL, 8LL,
+            8LL, 8LL, 8LL, 16LL, 16LL, 16LL, 32LL, 32LL,
+            16LL, 32LL, 16LL, 16LL, 32LL, 32LL, 16LL, 16LL,
+            16LL, 32LL, 32LL, 16LL, 32LL, 64LL, 32LL, 64LL,
+            64LL, 32LL, 64LL, 64LL, 16LL, 16LL, 16LL, 16LL,
+            16LL, 16LL, 16LL, 16LL, 16LL, 16LL, 16LL, 32LL,
+            32LL, 32LL, 32LL, 16LL, 16LL, 16LL, 32LL, 16LL,
+            32LL, 32LL, 16LL, 32LL, 32LL, 16LL, 32LL, 32LL,
+            32LL, 64LL, 64LL, 32LL, 64LL, 32LL, 64LL, 64LL,
+            32LL, 64LL, 64LL, 64LL, 32LL, 64LL, 64LL, 32LL,
+            64LL, 32LL, 64LL, 16LL, 16LL, 16LL, 16LL, 16LL,
+            16LL, 16LL, 8LL, 8LL, 8LL, 8LL, 8LL, 16LL,
+            16LL, 16LL, 16LL, 16LL, 32LL, 32LL, 32LL, 16LL,
+            16LL, 16LL, 16LL, 16LL, 16LL, 16LL, 32LL, 16LL,
+            32LL, 32LL, 16LL, 32LL, 32LL, 16LL, 32LL, 16LL,
+            32LL, 32LL, 32LL, 16LL, 32LL, 16LL, 16LL, 16LL,
+            16LL, 16LL, 16LL, 16LL, 16LL, 16LL, 16LL, 16LL,
+            32LL, 32LL, 32LL, 16LL, 32LL, 32LL, 32LL, 16LL,
+            32LL, 32LL, 64LL, 64LL, 32LL, 32LL, 32LL, 32LL,
+            32LL, 32LL, 16LL, 32LL, 16LL, 32LL, 32LL, 16LL,
+            32LL, 32LL, 32LL, 64LL, 64LL, 64LL, 32LL, 64LL,
+            64LL, 64LL, 16LL, 32LL, 32LL, 8LL, 32LL, 32LL,
+            32LL, 32LL, 32LL, 32LL, 16LL, 32LL, 32LL, 64LL,
+            32LL, 32LL, 16LL, 32LL, 16LL, 32LL, 32LL, 64LL,
+            32LL, 32LL, 64LL, 32LL, 64LL, 32LL, 64LL, 32LL,
+            64LL, 32LL, 32LL, 64LL, 32LL, 32LL, 64LL, 32LL,
+            32LL, 64LL, 32LL, 16LL, 32LL, 32LL, 16LL, 32LL,
+            32LL, 64LL, 64LL, 16LL, 32LL, 64LL, 64LL, 64LL,
+            64LL, 64LL, 64LL
+        };
+        return values[leaf];
+    }
+#endif
 }
 
 static inline GEMM_HD long long gemm_tile_n_value(int leaf)
 {
+#ifdef __CUDA_ARCH__
     switch (leaf) {
     case 0:
         return 32LL;
@@ -2141,10 +2289,51 @@ static inline GEMM_HD long long gemm_tile_n_value(int leaf)
     default: /* leaf 258 */
         return 64LL;
     }
+#else
+    {
+        static const long long values[259] = {
+            32LL, 64LL, 32LL, 64LL, 32LL, 64LL, 64LL, 64LL,
+            32LL, 32LL, 64LL, 32LL, 32LL, 32LL, 64LL, 64LL,
+            32LL, 16LL, 32LL, 32LL, 64LL, 32LL, 32LL, 32LL,
+            32LL, 32LL, 32LL, 32LL, 32LL, 32LL, 32LL, 32LL,
+            32LL, 32LL, 32LL, 32LL, 32LL, 32LL, 32LL, 64LL,
+            64LL, 64LL, 64LL, 32LL, 64LL, 32LL, 32LL, 32LL,
+            64LL, 32LL, 32LL, 32LL, 32LL, 32LL, 64LL, 64LL,
+            64LL, 64LL, 32LL, 128LL, 64LL, 32LL, 32LL, 32LL,
+            32LL, 64LL, 64LL, 32LL, 32LL, 32LL, 32LL, 32LL,
+            32LL, 64LL, 64LL, 64LL, 64LL, 64LL, 64LL, 32LL,
+            32LL, 32LL, 32LL, 32LL, 32LL, 64LL, 32LL, 128LL,
+            32LL, 32LL, 32LL, 32LL, 32LL, 64LL, 32LL, 64LL,
+            64LL, 32LL, 32LL, 32LL, 32LL, 64LL, 32LL, 32LL,
+            32LL, 32LL, 32LL, 32LL, 64LL, 64LL, 32LL, 32LL,
+            32LL, 64LL, 32LL, 64LL, 64LL, 64LL, 64LL, 64LL,
+            128LL, 128LL, 64LL, 64LL, 64LL, 64LL, 64LL, 64LL,
+            64LL, 64LL, 64LL, 64LL, 32LL, 32LL, 32LL, 64LL,
+            64LL, 64LL, 64LL, 128LL, 64LL, 64LL, 32LL, 64LL,
+            64LL, 64LL, 64LL, 64LL, 64LL, 64LL, 64LL, 64LL,
+            64LL, 64LL, 64LL, 64LL, 64LL, 128LL, 128LL, 128LL,
+            128LL, 128LL, 128LL, 128LL, 128LL, 128LL, 128LL, 64LL,
+            64LL, 64LL, 64LL, 128LL, 128LL, 128LL, 128LL, 128LL,
+            128LL, 128LL, 32LL, 64LL, 128LL, 32LL, 64LL, 64LL,
+            128LL, 128LL, 128LL, 128LL, 64LL, 32LL, 64LL, 64LL,
+            64LL, 64LL, 128LL, 64LL, 32LL, 64LL, 128LL, 64LL,
+            32LL, 64LL, 64LL, 32LL, 64LL, 128LL, 64LL, 64LL,
+            64LL, 64LL, 64LL, 128LL, 128LL, 128LL, 128LL, 64LL,
+            128LL, 128LL, 128LL, 128LL, 128LL, 128LL, 128LL, 64LL,
+            128LL, 128LL, 64LL, 128LL, 32LL, 128LL, 64LL, 128LL,
+            64LL, 128LL, 128LL, 64LL, 128LL, 128LL, 64LL, 128LL,
+            128LL, 64LL, 128LL, 64LL, 32LL, 64LL, 64LL, 64LL,
+            64LL, 32LL, 64LL, 128LL, 64LL, 64LL, 32LL, 64LL,
+            64LL, 32LL, 64LL
+        };
+        return values[leaf];
+    }
+#endif
 }
 
 static inline GEMM_HD long long gemm_tile_k_value(int leaf)
 {
+#ifdef __CUDA_ARCH__
     switch (leaf) {
     case 0:
         return 32LL;
@@ -2665,10 +2854,51 @@ static inline GEMM_HD long long gemm_tile_k_value(int leaf)
     default: /* leaf 258 */
         return 64LL;
     }
+#else
+    {
+        static const long long values[259] = {
+            32LL, 32LL, 32LL, 32LL, 32LL, 32LL, 32LL, 32LL,
+            32LL, 64LL, 64LL, 128LL, 128LL, 64LL, 32LL, 64LL,
+            128LL, 128LL, 128LL, 64LL, 32LL, 128LL, 64LL, 128LL,
+            64LL, 128LL, 64LL, 128LL, 64LL, 64LL, 64LL, 128LL,
+            64LL, 128LL, 64LL, 128LL, 128LL, 64LL, 128LL, 64LL,
+            32LL, 64LL, 64LL, 64LL, 32LL, 64LL, 64LL, 64LL,
+            32LL, 64LL, 32LL, 32LL, 32LL, 32LL, 32LL, 32LL,
+            32LL, 32LL, 32LL, 32LL, 32LL, 32LL, 32LL, 32LL,
+            32LL, 32LL, 32LL, 32LL, 64LL, 64LL, 128LL, 64LL,
+            128LL, 64LL, 32LL, 64LL, 64LL, 32LL, 64LL, 64LL,
+            64LL, 32LL, 64LL, 64LL, 128LL, 64LL, 64LL, 32LL,
+            64LL, 64LL, 64LL, 64LL, 64LL, 64LL, 64LL, 32LL,
+            64LL, 32LL, 64LL, 64LL, 64LL, 64LL, 64LL, 32LL,
+            64LL, 32LL, 64LL, 32LL, 32LL, 32LL, 32LL, 64LL,
+            64LL, 64LL, 64LL, 32LL, 32LL, 32LL, 32LL, 32LL,
+            32LL, 32LL, 64LL, 32LL, 64LL, 32LL, 64LL, 64LL,
+            32LL, 64LL, 32LL, 64LL, 64LL, 64LL, 64LL, 64LL,
+            32LL, 32LL, 32LL, 32LL, 64LL, 64LL, 64LL, 64LL,
+            32LL, 32LL, 64LL, 64LL, 32LL, 64LL, 32LL, 64LL,
+            32LL, 64LL, 32LL, 64LL, 64LL, 32LL, 16LL, 64LL,
+            32LL, 64LL, 32LL, 32LL, 64LL, 32LL, 64LL, 32LL,
+            32LL, 32LL, 32LL, 32LL, 32LL, 32LL, 32LL, 32LL,
+            32LL, 32LL, 32LL, 32LL, 32LL, 64LL, 64LL, 64LL,
+            16LL, 16LL, 16LL, 16LL, 64LL, 64LL, 64LL, 64LL,
+            64LL, 64LL, 16LL, 64LL, 64LL, 64LL, 16LL, 64LL,
+            64LL, 64LL, 32LL, 64LL, 32LL, 32LL, 32LL, 32LL,
+            32LL, 64LL, 32LL, 32LL, 32LL, 32LL, 32LL, 64LL,
+            32LL, 32LL, 32LL, 32LL, 32LL, 32LL, 32LL, 64LL,
+            32LL, 32LL, 64LL, 32LL, 32LL, 32LL, 32LL, 32LL,
+            64LL, 32LL, 32LL, 64LL, 32LL, 32LL, 64LL, 32LL,
+            32LL, 64LL, 32LL, 64LL, 64LL, 64LL, 64LL, 64LL,
+            64LL, 64LL, 64LL, 64LL, 64LL, 64LL, 64LL, 64LL,
+            64LL, 64LL, 64LL
+        };
+        return values[leaf];
+    }
+#endif
 }
 
 static inline GEMM_HD long long gemm_unroll_value(int leaf)
 {
+#ifdef __CUDA_ARCH__
     switch (leaf) {
     case 0:
         return 2LL;
@@ -3189,10 +3419,51 @@ static inline GEMM_HD long long gemm_unroll_value(int leaf)
     default: /* leaf 258 */
         return 4LL;
     }
+#else
+    {
+        static const long long values[259] = {
+            2LL, 4LL, 2LL, 4LL, 2LL, 4LL, 4LL, 4LL,
+            2LL, 2LL, 4LL, 2LL, 2LL, 2LL, 4LL, 4LL,
+            2LL, 8LL, 2LL, 2LL, 4LL, 2LL, 2LL, 2LL,
+            2LL, 2LL, 2LL, 2LL, 2LL, 2LL, 2LL, 2LL,
+            2LL, 2LL, 2LL, 2LL, 2LL, 2LL, 2LL, 4LL,
+            4LL, 4LL, 4LL, 2LL, 4LL, 2LL, 2LL, 2LL,
+            4LL, 2LL, 2LL, 2LL, 2LL, 2LL, 4LL, 4LL,
+            4LL, 4LL, 2LL, 8LL, 4LL, 2LL, 2LL, 2LL,
+            2LL, 4LL, 4LL, 2LL, 2LL, 2LL, 2LL, 2LL,
+            2LL, 4LL, 4LL, 4LL, 4LL, 4LL, 4LL, 2LL,
+            2LL, 2LL, 2LL, 2LL, 2LL, 4LL, 2LL, 8LL,
+            2LL, 2LL, 2LL, 2LL, 2LL, 4LL, 2LL, 4LL,
+            4LL, 2LL, 2LL, 2LL, 2LL, 4LL, 2LL, 2LL,
+            2LL, 2LL, 2LL, 2LL, 4LL, 4LL, 2LL, 2LL,
+            2LL, 4LL, 2LL, 4LL, 4LL, 4LL, 4LL, 4LL,
+            8LL, 8LL, 4LL, 4LL, 4LL, 4LL, 4LL, 4LL,
+            4LL, 4LL, 4LL, 4LL, 2LL, 2LL, 2LL, 4LL,
+            4LL, 4LL, 4LL, 8LL, 4LL, 4LL, 2LL, 4LL,
+            4LL, 4LL, 4LL, 4LL, 4LL, 4LL, 4LL, 4LL,
+            4LL, 4LL, 4LL, 4LL, 4LL, 8LL, 8LL, 8LL,
+            8LL, 8LL, 8LL, 8LL, 8LL, 8LL, 8LL, 4LL,
+            4LL, 4LL, 4LL, 8LL, 8LL, 8LL, 8LL, 8LL,
+            8LL, 8LL, 2LL, 4LL, 8LL, 2LL, 4LL, 4LL,
+            8LL, 8LL, 8LL, 8LL, 4LL, 2LL, 4LL, 4LL,
+            4LL, 4LL, 8LL, 4LL, 2LL, 4LL, 8LL, 4LL,
+            2LL, 4LL, 4LL, 2LL, 4LL, 8LL, 4LL, 4LL,
+            4LL, 4LL, 4LL, 8LL, 8LL, 8LL, 8LL, 4LL,
+            8LL, 8LL, 8LL, 8LL, 8LL, 8LL, 8LL, 4LL,
+            8LL, 8LL, 4LL, 8LL, 2LL, 8LL, 4LL, 8LL,
+            4LL, 8LL, 8LL, 4LL, 8LL, 8LL, 4LL, 8LL,
+            8LL, 4LL, 8LL, 4LL, 2LL, 4LL, 4LL, 4LL,
+            4LL, 2LL, 4LL, 8LL, 4LL, 4LL, 2LL, 4LL,
+            4LL, 2LL, 4LL
+        };
+        return values[leaf];
+    }
+#endif
 }
 
 static inline GEMM_HD gemm_loop_order_t gemm_loop_order_value(int leaf)
 {
+#ifdef __CUDA_ARCH__
     switch (leaf) {
     case 0:
         return GEMM_LOOP_ORDER_KIJ;
@@ -3713,10 +3984,83 @@ static inline GEMM_HD gemm_loop_order_t gemm_loop_order_value(int leaf)
     default: /* leaf 258 */
         return GEMM_LOOP_ORDER_IKJ;
     }
+#else
+    {
+        static const gemm_loop_order_t values[259] = {
+            GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ,
+            GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ,
+            GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_IJK,
+            GEMM_LOOP_ORDER_IJK, GEMM_LOOP_ORDER_IJK, GEMM_LOOP_ORDER_IJK, GEMM_LOOP_ORDER_IJK,
+            GEMM_LOOP_ORDER_IJK, GEMM_LOOP_ORDER_IJK, GEMM_LOOP_ORDER_IJK, GEMM_LOOP_ORDER_KIJ,
+            GEMM_LOOP_ORDER_IJK, GEMM_LOOP_ORDER_IJK, GEMM_LOOP_ORDER_IJK, GEMM_LOOP_ORDER_IJK,
+            GEMM_LOOP_ORDER_IJK, GEMM_LOOP_ORDER_IJK, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_IJK,
+            GEMM_LOOP_ORDER_IJK, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ,
+            GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_IJK, GEMM_LOOP_ORDER_IJK, GEMM_LOOP_ORDER_IJK,
+            GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ,
+            GEMM_LOOP_ORDER_IJK, GEMM_LOOP_ORDER_IJK, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ,
+            GEMM_LOOP_ORDER_IJK, GEMM_LOOP_ORDER_IJK, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ,
+            GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ,
+            GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ,
+            GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ,
+            GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ,
+            GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ,
+            GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ,
+            GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ,
+            GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ,
+            GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ,
+            GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ,
+            GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ,
+            GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ,
+            GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ,
+            GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ,
+            GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ,
+            GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ,
+            GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ,
+            GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ,
+            GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_IKJ,
+            GEMM_LOOP_ORDER_IKJ, GEMM_LOOP_ORDER_IKJ, GEMM_LOOP_ORDER_IKJ, GEMM_LOOP_ORDER_KIJ,
+            GEMM_LOOP_ORDER_IKJ, GEMM_LOOP_ORDER_IKJ, GEMM_LOOP_ORDER_IKJ, GEMM_LOOP_ORDER_IKJ,
+            GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ,
+            GEMM_LOOP_ORDER_IKJ, GEMM_LOOP_ORDER_IKJ, GEMM_LOOP_ORDER_IKJ, GEMM_LOOP_ORDER_IKJ,
+            GEMM_LOOP_ORDER_IKJ, GEMM_LOOP_ORDER_IKJ, GEMM_LOOP_ORDER_IKJ, GEMM_LOOP_ORDER_IKJ,
+            GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ,
+            GEMM_LOOP_ORDER_IKJ, GEMM_LOOP_ORDER_IKJ, GEMM_LOOP_ORDER_IKJ, GEMM_LOOP_ORDER_IKJ,
+            GEMM_LOOP_ORDER_IKJ, GEMM_LOOP_ORDER_IKJ, GEMM_LOOP_ORDER_IKJ, GEMM_LOOP_ORDER_IKJ,
+            GEMM_LOOP_ORDER_IKJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ,
+            GEMM_LOOP_ORDER_IKJ, GEMM_LOOP_ORDER_IKJ, GEMM_LOOP_ORDER_IKJ, GEMM_LOOP_ORDER_IKJ,
+            GEMM_LOOP_ORDER_IKJ, GEMM_LOOP_ORDER_IKJ, GEMM_LOOP_ORDER_IKJ, GEMM_LOOP_ORDER_KIJ,
+            GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ,
+            GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ,
+            GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ,
+            GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ,
+            GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ,
+            GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ,
+            GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ,
+            GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ,
+            GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_KIJ, GEMM_LOOP_ORDER_IKJ, GEMM_LOOP_ORDER_IKJ,
+            GEMM_LOOP_ORDER_IKJ, GEMM_LOOP_ORDER_IKJ, GEMM_LOOP_ORDER_IKJ, GEMM_LOOP_ORDER_IKJ,
+            GEMM_LOOP_ORDER_IKJ, GEMM_LOOP_ORDER_IKJ, GEMM_LOOP_ORDER_IKJ, GEMM_LOOP_ORDER_IKJ,
+            GEMM_LOOP_ORDER_IKJ, GEMM_LOOP_ORDER_IKJ, GEMM_LOOP_ORDER_IKJ, GEMM_LOOP_ORDER_IKJ,
+            GEMM_LOOP_ORDER_IKJ, GEMM_LOOP_ORDER_IKJ, GEMM_LOOP_ORDER_IKJ, GEMM_LOOP_ORDER_IKJ,
+            GEMM_LOOP_ORDER_IKJ, GEMM_LOOP_ORDER_IKJ, GEMM_LOOP_ORDER_IKJ, GEMM_LOOP_ORDER_IKJ,
+            GEMM_LOOP_ORDER_IKJ, GEMM_LOOP_ORDER_IKJ, GEMM_LOOP_ORDER_IKJ, GEMM_LOOP_ORDER_IKJ,
+            GEMM_LOOP_ORDER_IKJ, GEMM_LOOP_ORDER_IKJ, GEMM_LOOP_ORDER_IKJ, GEMM_LOOP_ORDER_IKJ,
+            GEMM_LOOP_ORDER_IKJ, GEMM_LOOP_ORDER_IKJ, GEMM_LOOP_ORDER_IKJ, GEMM_LOOP_ORDER_IKJ,
+            GEMM_LOOP_ORDER_IKJ, GEMM_LOOP_ORDER_IKJ, GEMM_LOOP_ORDER_IKJ, GEMM_LOOP_ORDER_IKJ,
+            GEMM_LOOP_ORDER_IKJ, GEMM_LOOP_ORDER_IKJ, GEMM_LOOP_ORDER_IKJ, GEMM_LOOP_ORDER_IKJ,
+            GEMM_LOOP_ORDER_IKJ, GEMM_LOOP_ORDER_IKJ, GEMM_LOOP_ORDER_IKJ, GEMM_LOOP_ORDER_IKJ,
+            GEMM_LOOP_ORDER_IKJ, GEMM_LOOP_ORDER_IKJ, GEMM_LOOP_ORDER_IKJ, GEMM_LOOP_ORDER_IKJ,
+            GEMM_LOOP_ORDER_IKJ, GEMM_LOOP_ORDER_IKJ, GEMM_LOOP_ORDER_IKJ, GEMM_LOOP_ORDER_IKJ,
+            GEMM_LOOP_ORDER_IKJ, GEMM_LOOP_ORDER_IKJ, GEMM_LOOP_ORDER_IKJ
+        };
+        return values[leaf];
+    }
+#endif
 }
 
 static inline GEMM_HD long long gemm_threads_value(int leaf)
 {
+#ifdef __CUDA_ARCH__
     switch (leaf) {
     case 0:
         return 2LL;
@@ -4237,6 +4581,46 @@ static inline GEMM_HD long long gemm_threads_value(int leaf)
     default: /* leaf 258 */
         return 8LL;
     }
+#else
+    {
+        static const long long values[259] = {
+            2LL, 4LL, 3LL, 3LL, 4LL, 4LL, 4LL, 6LL,
+            6LL, 4LL, 4LL, 4LL, 4LL, 4LL, 4LL, 4LL,
+            4LL, 6LL, 8LL, 6LL, 8LL, 6LL, 6LL, 6LL,
+            6LL, 6LL, 3LL, 6LL, 6LL, 4LL, 4LL, 8LL,
+            4LL, 6LL, 6LL, 6LL, 8LL, 8LL, 8LL, 6LL,
+            6LL, 6LL, 8LL, 8LL, 6LL, 8LL, 6LL, 6LL,
+            8LL, 6LL, 6LL, 7LL, 5LL, 7LL, 6LL, 7LL,
+            8LL, 7LL, 8LL, 7LL, 8LL, 8LL, 8LL, 6LL,
+            8LL, 8LL, 8LL, 8LL, 6LL, 6LL, 6LL, 6LL,
+            6LL, 6LL, 6LL, 6LL, 6LL, 6LL, 6LL, 8LL,
+            8LL, 8LL, 8LL, 7LL, 7LL, 7LL, 8LL, 7LL,
+            8LL, 5LL, 8LL, 7LL, 8LL, 8LL, 8LL, 8LL,
+            8LL, 8LL, 8LL, 8LL, 8LL, 8LL, 8LL, 6LL,
+            8LL, 8LL, 8LL, 8LL, 8LL, 8LL, 8LL, 8LL,
+            8LL, 8LL, 8LL, 4LL, 6LL, 6LL, 8LL, 8LL,
+            6LL, 8LL, 8LL, 8LL, 8LL, 8LL, 8LL, 6LL,
+            6LL, 6LL, 6LL, 6LL, 5LL, 7LL, 8LL, 8LL,
+            6LL, 8LL, 8LL, 8LL, 6LL, 8LL, 8LL, 8LL,
+            6LL, 8LL, 8LL, 8LL, 6LL, 8LL, 6LL, 8LL,
+            8LL, 8LL, 8LL, 8LL, 8LL, 8LL, 8LL, 8LL,
+            8LL, 8LL, 8LL, 8LL, 8LL, 8LL, 8LL, 8LL,
+            8LL, 8LL, 8LL, 8LL, 8LL, 8LL, 8LL, 8LL,
+            8LL, 8LL, 8LL, 8LL, 8LL, 8LL, 8LL, 8LL,
+            8LL, 8LL, 8LL, 8LL, 8LL, 8LL, 8LL, 8LL,
+            8LL, 8LL, 8LL, 8LL, 8LL, 8LL, 8LL, 8LL,
+            8LL, 8LL, 8LL, 8LL, 8LL, 8LL, 8LL, 8LL,
+            8LL, 8LL, 8LL, 8LL, 8LL, 8LL, 8LL, 8LL,
+            8LL, 8LL, 8LL, 8LL, 8LL, 8LL, 8LL, 8LL,
+            8LL, 8LL, 8LL, 8LL, 8LL, 8LL, 8LL, 8LL,
+            8LL, 8LL, 8LL, 8LL, 8LL, 8LL, 8LL, 8LL,
+            8LL, 8LL, 8LL, 8LL, 8LL, 8LL, 8LL, 8LL,
+            8LL, 8LL, 8LL, 8LL, 8LL, 8LL, 8LL, 8LL,
+            8LL, 8LL, 8LL
+        };
+        return values[leaf];
+    }
+#endif
 }
 
 static inline GEMM_HD int gemm_tile_m_code(long long value)

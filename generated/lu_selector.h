@@ -62,7 +62,7 @@ static inline LU_HD double lu_float32_feature(double value)
     return (double)(float)value;
 }
 
-static inline LU_HD int lu_joint_leaf(const double *x)
+static inline LU_HD int lu_joint_leaf_branches(const double *x)
 {
     if (x[1] <= 114.5) {
         if (x[0] <= 196.0) {
@@ -407,8 +407,86 @@ static inline LU_HD int lu_joint_leaf(const double *x)
     }
 }
 
+static inline LU_HD int lu_joint_leaf(const double *x)
+{
+#ifdef __CUDA_ARCH__
+    return lu_joint_leaf_branches(x);
+#else
+    {
+        static const float t0[28] = {
+            67.0f, 73.5f, 80.5f, 88.0f, 96.0f, 114.5f, 125.5f, 127.0f,
+            137.0f, 150.0f, 164.0f, 179.0f, 196.0f, 234.5f, 256.5f, 280.5f,
+            306.5f, 335.0f, 401.0f, 438.5f, 479.5f, 524.5f, 573.5f, 749.5f,
+            819.5f, 896.0f, 3.40282347e+38f, 3.40282347e+38f
+        };
+        static const float t1[20] = {
+            67.0f, 73.5f, 80.5f, 88.0f, 96.0f, 114.5f, 125.5f, 150.0f,
+            164.0f, 196.0f, 214.5f, 280.5f, 306.5f, 335.0f, 401.0f, 438.5f,
+            479.5f, 573.5f, 627.0f, 685.5f
+        };
+        static const unsigned char cell[567] = {
+            0, 6, 7, 7, 7, 7, 43, 44, 44, 44, 45, 56, 56, 60, 61, 61,
+            61, 61, 61, 61, 62, 1, 8, 8, 9, 9, 9, 46, 46, 47, 47, 48,
+            56, 56, 60, 61, 61, 61, 61, 61, 61, 63, 2, 8, 8, 9, 9, 9,
+            46, 46, 47, 47, 48, 57, 57, 60, 61, 61, 61, 61, 61, 61, 63, 3,
+            8, 8, 9, 9, 9, 46, 46, 47, 47, 48, 57, 57, 60, 61, 61, 61,
+            61, 61, 61, 63, 3, 8, 8, 9, 9, 9, 46, 46, 47, 47, 48, 58,
+            58, 60, 61, 61, 61, 61, 61, 61, 63, 4, 10, 10, 10, 10, 11, 49,
+            50, 50, 51, 51, 59, 59, 60, 61, 61, 61, 61, 61, 61, 63, 5, 10,
+            10, 10, 10, 11, 49, 50, 50, 51, 51, 59, 59, 60, 61, 61, 61, 61,
+            61, 61, 63, 12, 16, 16, 16, 16, 19, 49, 50, 50, 52, 52, 64, 66,
+            66, 66, 67, 70, 70, 70, 70, 70, 12, 16, 16, 16, 16, 19, 49, 50,
+            50, 52, 52, 64, 66, 66, 66, 68, 71, 71, 71, 71, 71, 13, 16, 16,
+            16, 16, 19, 49, 50, 50, 52, 52, 64, 66, 66, 66, 68, 72, 72, 72,
+            72, 72, 14, 17, 18, 18, 18, 19, 49, 50, 50, 52, 52, 64, 66, 66,
+            66, 68, 72, 72, 72, 72, 72, 14, 17, 18, 18, 18, 20, 53, 53, 55,
+            55, 55, 64, 66, 66, 66, 69, 72, 72, 72, 72, 72, 15, 17, 18, 18,
+            18, 20, 53, 53, 55, 55, 55, 64, 66, 66, 66, 69, 72, 72, 72, 72,
+            72, 21, 23, 23, 23, 23, 25, 54, 54, 55, 55, 55, 64, 66, 66, 66,
+            69, 72, 72, 72, 72, 72, 21, 24, 24, 24, 24, 26, 54, 54, 55, 55,
+            55, 65, 66, 66, 66, 69, 72, 72, 72, 72, 72, 21, 24, 24, 24, 24,
+            26, 73, 76, 76, 78, 78, 78, 78, 78, 78, 78, 78, 79, 81, 81, 81,
+            22, 24, 24, 24, 24, 26, 73, 76, 76, 80, 80, 80, 80, 80, 80, 80,
+            80, 80, 82, 82, 82, 27, 29, 29, 31, 31, 32, 73, 76, 76, 80, 80,
+            80, 80, 80, 80, 80, 80, 80, 83, 83, 83, 27, 29, 29, 33, 34, 34,
+            73, 77, 77, 80, 80, 80, 80, 80, 80, 80, 80, 80, 84, 85, 85, 28,
+            30, 30, 33, 34, 34, 73, 77, 77, 80, 80, 80, 80, 80, 80, 80, 80,
+            80, 84, 85, 85, 28, 30, 30, 33, 34, 34, 74, 77, 77, 80, 80, 80,
+            80, 80, 80, 80, 80, 80, 84, 85, 85, 35, 38, 38, 38, 38, 39, 74,
+            77, 77, 80, 80, 80, 80, 80, 80, 80, 80, 80, 84, 85, 85, 35, 40,
+            40, 40, 40, 41, 74, 77, 77, 80, 80, 80, 80, 80, 80, 80, 80, 80,
+            84, 85, 85, 35, 42, 42, 42, 42, 42, 74, 77, 77, 80, 80, 80, 80,
+            80, 80, 80, 80, 80, 84, 85, 85, 35, 42, 42, 42, 42, 42, 75, 77,
+            77, 80, 80, 80, 80, 80, 80, 80, 80, 80, 84, 85, 85, 36, 42, 42,
+            42, 42, 42, 75, 77, 77, 80, 80, 80, 80, 80, 80, 80, 80, 80, 84,
+            85, 85, 37, 42, 42, 42, 42, 42, 75, 77, 77, 80, 80, 80, 80, 80,
+            80, 80, 80, 80, 84, 85, 85
+        };
+        int k, index = 0;
+        {
+            const float v = (float)x[0];
+            int count = 0;
+            for (k = 0; k < 28; ++k) {
+                count += v > t0[k];
+            }
+            index += count * 21;
+        }
+        {
+            const float v = (float)x[1];
+            int count = 0;
+            for (k = 0; k < 20; ++k) {
+                count += v > t1[k];
+            }
+            index += count;
+        }
+        return cell[index];
+    }
+#endif
+}
+
 static inline LU_HD long long lu_nb_value(int leaf)
 {
+#ifdef __CUDA_ARCH__
     switch (leaf) {
     case 0:
         return 64LL;
@@ -583,10 +661,29 @@ static inline LU_HD long long lu_nb_value(int leaf)
     default: /* leaf 85 */
         return 128LL;
     }
+#else
+    {
+        static const long long values[86] = {
+            64LL, 64LL, 64LL, 64LL, 64LL, 64LL, 64LL, 64LL,
+            64LL, 64LL, 64LL, 64LL, 64LL, 64LL, 64LL, 64LL,
+            64LL, 64LL, 64LL, 64LL, 64LL, 64LL, 64LL, 64LL,
+            64LL, 64LL, 64LL, 64LL, 32LL, 32LL, 32LL, 64LL,
+            64LL, 32LL, 64LL, 32LL, 32LL, 32LL, 32LL, 64LL,
+            32LL, 64LL, 32LL, 64LL, 64LL, 64LL, 64LL, 64LL,
+            64LL, 64LL, 64LL, 64LL, 64LL, 64LL, 64LL, 64LL,
+            64LL, 64LL, 64LL, 64LL, 64LL, 64LL, 64LL, 64LL,
+            64LL, 64LL, 64LL, 64LL, 128LL, 64LL, 64LL, 128LL,
+            128LL, 64LL, 64LL, 32LL, 64LL, 64LL, 64LL, 128LL,
+            64LL, 128LL, 128LL, 128LL, 64LL, 128LL
+        };
+        return values[leaf];
+    }
+#endif
 }
 
 static inline LU_HD lu_panel_t lu_panel_value(int leaf)
 {
+#ifdef __CUDA_ARCH__
     switch (leaf) {
     case 0:
         return LU_PANEL_RECURSIVE;
@@ -761,10 +858,40 @@ static inline LU_HD lu_panel_t lu_panel_value(int leaf)
     default: /* leaf 85 */
         return LU_PANEL_RECURSIVE;
     }
+#else
+    {
+        static const lu_panel_t values[86] = {
+            LU_PANEL_RECURSIVE, LU_PANEL_RECURSIVE, LU_PANEL_RECURSIVE, LU_PANEL_RECURSIVE,
+            LU_PANEL_RECURSIVE, LU_PANEL_RECURSIVE, LU_PANEL_RECURSIVE, LU_PANEL_RECURSIVE,
+            LU_PANEL_RECURSIVE, LU_PANEL_RECURSIVE, LU_PANEL_RECURSIVE, LU_PANEL_RECURSIVE,
+            LU_PANEL_RECURSIVE, LU_PANEL_RECURSIVE, LU_PANEL_RECURSIVE, LU_PANEL_RECURSIVE,
+            LU_PANEL_RECURSIVE, LU_PANEL_RECURSIVE, LU_PANEL_RECURSIVE, LU_PANEL_RECURSIVE,
+            LU_PANEL_RECURSIVE, LU_PANEL_RECURSIVE, LU_PANEL_RECURSIVE, LU_PANEL_RECURSIVE,
+            LU_PANEL_RECURSIVE, LU_PANEL_RECURSIVE, LU_PANEL_RECURSIVE, LU_PANEL_RECURSIVE,
+            LU_PANEL_RECURSIVE, LU_PANEL_RECURSIVE, LU_PANEL_RECURSIVE, LU_PANEL_RECURSIVE,
+            LU_PANEL_RECURSIVE, LU_PANEL_RECURSIVE, LU_PANEL_RECURSIVE, LU_PANEL_RECURSIVE,
+            LU_PANEL_RECURSIVE, LU_PANEL_RECURSIVE, LU_PANEL_RECURSIVE, LU_PANEL_RECURSIVE,
+            LU_PANEL_RECURSIVE, LU_PANEL_RECURSIVE, LU_PANEL_RECURSIVE, LU_PANEL_RECURSIVE,
+            LU_PANEL_RECURSIVE, LU_PANEL_RECURSIVE, LU_PANEL_RECURSIVE, LU_PANEL_RECURSIVE,
+            LU_PANEL_RECURSIVE, LU_PANEL_RECURSIVE, LU_PANEL_RECURSIVE, LU_PANEL_RECURSIVE,
+            LU_PANEL_RECURSIVE, LU_PANEL_RECURSIVE, LU_PANEL_RECURSIVE, LU_PANEL_RECURSIVE,
+            LU_PANEL_RECURSIVE, LU_PANEL_RECURSIVE, LU_PANEL_RECURSIVE, LU_PANEL_RECURSIVE,
+            LU_PANEL_RECURSIVE, LU_PANEL_RECURSIVE, LU_PANEL_RECURSIVE, LU_PANEL_RECURSIVE,
+            LU_PANEL_RECURSIVE, LU_PANEL_RECURSIVE, LU_PANEL_RECURSIVE, LU_PANEL_RECURSIVE,
+            LU_PANEL_RECURSIVE, LU_PANEL_RECURSIVE, LU_PANEL_RECURSIVE, LU_PANEL_RECURSIVE,
+            LU_PANEL_RECURSIVE, LU_PANEL_RECURSIVE, LU_PANEL_RECURSIVE, LU_PANEL_RECURSIVE,
+            LU_PANEL_RECURSIVE, LU_PANEL_RECURSIVE, LU_PANEL_RECURSIVE, LU_PANEL_RECURSIVE,
+            LU_PANEL_RECURSIVE, LU_PANEL_RECURSIVE, LU_PANEL_RECURSIVE, LU_PANEL_RECURSIVE,
+            LU_PANEL_RECURSIVE, LU_PANEL_RECURSIVE
+        };
+        return values[leaf];
+    }
+#endif
 }
 
 static inline LU_HD long long lu_tile_m_value(int leaf)
 {
+#ifdef __CUDA_ARCH__
     switch (leaf) {
     case 0:
         return 8LL;
@@ -939,10 +1066,29 @@ static inline LU_HD long long lu_tile_m_value(int leaf)
     default: /* leaf 85 */
         return 32LL;
     }
+#else
+    {
+        static const long long values[86] = {
+            8LL, 64LL, 64LL, 8LL, 32LL, 8LL, 16LL, 8LL,
+            32LL, 64LL, 32LL, 32LL, 64LL, 8LL, 8LL, 8LL,
+            16LL, 32LL, 16LL, 32LL, 32LL, 8LL, 32LL, 32LL,
+            32LL, 32LL, 32LL, 32LL, 16LL, 32LL, 32LL, 32LL,
+            32LL, 32LL, 32LL, 16LL, 64LL, 32LL, 32LL, 32LL,
+            32LL, 32LL, 32LL, 8LL, 8LL, 16LL, 64LL, 64LL,
+            32LL, 32LL, 32LL, 32LL, 32LL, 32LL, 32LL, 32LL,
+            32LL, 32LL, 64LL, 32LL, 32LL, 32LL, 32LL, 32LL,
+            32LL, 32LL, 64LL, 32LL, 32LL, 32LL, 32LL, 32LL,
+            32LL, 32LL, 64LL, 32LL, 32LL, 32LL, 32LL, 32LL,
+            32LL, 32LL, 32LL, 32LL, 32LL, 32LL
+        };
+        return values[leaf];
+    }
+#endif
 }
 
 static inline LU_HD long long lu_tile_n_value(int leaf)
 {
+#ifdef __CUDA_ARCH__
     switch (leaf) {
     case 0:
         return 128LL;
@@ -1117,10 +1263,29 @@ static inline LU_HD long long lu_tile_n_value(int leaf)
     default: /* leaf 85 */
         return 64LL;
     }
+#else
+    {
+        static const long long values[86] = {
+            128LL, 16LL, 16LL, 128LL, 16LL, 128LL, 64LL, 64LL,
+            32LL, 16LL, 32LL, 32LL, 16LL, 128LL, 128LL, 128LL,
+            64LL, 32LL, 64LL, 32LL, 32LL, 128LL, 32LL, 32LL,
+            32LL, 32LL, 32LL, 32LL, 128LL, 64LL, 64LL, 32LL,
+            32LL, 64LL, 32LL, 128LL, 32LL, 64LL, 64LL, 64LL,
+            64LL, 64LL, 64LL, 64LL, 64LL, 64LL, 16LL, 16LL,
+            32LL, 32LL, 32LL, 32LL, 32LL, 32LL, 32LL, 32LL,
+            32LL, 32LL, 16LL, 32LL, 32LL, 32LL, 32LL, 64LL,
+            32LL, 64LL, 32LL, 64LL, 64LL, 64LL, 64LL, 64LL,
+            64LL, 32LL, 32LL, 64LL, 32LL, 64LL, 64LL, 64LL,
+            64LL, 64LL, 64LL, 64LL, 64LL, 64LL
+        };
+        return values[leaf];
+    }
+#endif
 }
 
 static inline LU_HD long long lu_threads_value(int leaf)
 {
+#ifdef __CUDA_ARCH__
     switch (leaf) {
     case 0:
         return 2LL;
@@ -1295,6 +1460,24 @@ static inline LU_HD long long lu_threads_value(int leaf)
     default: /* leaf 85 */
         return 8LL;
     }
+#else
+    {
+        static const long long values[86] = {
+            2LL, 2LL, 2LL, 3LL, 4LL, 4LL, 2LL, 4LL,
+            2LL, 3LL, 3LL, 4LL, 3LL, 4LL, 5LL, 6LL,
+            4LL, 4LL, 5LL, 5LL, 6LL, 7LL, 5LL, 5LL,
+            6LL, 7LL, 8LL, 5LL, 7LL, 5LL, 7LL, 7LL,
+            8LL, 6LL, 8LL, 8LL, 7LL, 8LL, 8LL, 8LL,
+            8LL, 8LL, 8LL, 4LL, 6LL, 4LL, 4LL, 5LL,
+            5LL, 4LL, 5LL, 6LL, 7LL, 6LL, 7LL, 8LL,
+            5LL, 6LL, 7LL, 8LL, 7LL, 8LL, 8LL, 8LL,
+            8LL, 8LL, 8LL, 8LL, 8LL, 8LL, 8LL, 8LL,
+            8LL, 8LL, 8LL, 8LL, 8LL, 8LL, 8LL, 8LL,
+            8LL, 8LL, 8LL, 8LL, 8LL, 8LL
+        };
+        return values[leaf];
+    }
+#endif
 }
 
 static inline LU_HD double lu_fmin(double a, double b)

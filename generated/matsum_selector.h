@@ -45,7 +45,7 @@ static inline MATSUM_HD double matsum_float32_feature(double value)
     return (double)(float)value;
 }
 
-static inline MATSUM_HD int matsum_joint_leaf(const double *x)
+static inline MATSUM_HD int matsum_joint_leaf_branches(const double *x)
 {
     if (x[0] <= 71.0) {
         if (x[1] <= 248.5) {
@@ -154,8 +154,55 @@ static inline MATSUM_HD int matsum_joint_leaf(const double *x)
     }
 }
 
+static inline MATSUM_HD int matsum_joint_leaf(const double *x)
+{
+#ifdef __CUDA_ARCH__
+    return matsum_joint_leaf_branches(x);
+#else
+    {
+        static const float t0[8] = {
+            17.5f, 28.0f, 44.5f, 71.0f, 181.5f, 212.5f, 290.5f, 743.0f
+        };
+        static const float t1[16] = {
+            24.0f, 28.0f, 38.0f, 44.5f, 52.0f, 155.0f, 181.5f, 212.5f,
+            248.5f, 290.5f, 464.5f, 635.5f, 1188.0f, 1624.5f, 3.40282347e+38f, 3.40282347e+38f
+        };
+        static const unsigned char cell[135] = {
+            0, 0, 0, 0, 0, 0, 0, 3, 3, 5, 5, 5, 8, 8, 9, 1,
+            1, 1, 1, 1, 1, 2, 3, 3, 5, 5, 5, 8, 8, 9, 1, 1,
+            1, 1, 1, 1, 2, 4, 4, 5, 5, 5, 10, 11, 11, 1, 1, 1,
+            1, 1, 1, 2, 4, 4, 6, 7, 7, 10, 11, 11, 12, 12, 12, 12,
+            13, 20, 21, 21, 22, 22, 22, 23, 23, 23, 23, 12, 12, 12, 12, 13,
+            24, 24, 25, 25, 25, 25, 25, 26, 26, 26, 14, 15, 15, 15, 15, 24,
+            24, 25, 25, 25, 25, 25, 26, 26, 26, 16, 16, 16, 17, 17, 24, 24,
+            25, 25, 25, 25, 25, 26, 26, 26, 18, 18, 19, 19, 19, 24, 24, 25,
+            25, 25, 25, 25, 26, 26, 26
+        };
+        int k, index = 0;
+        {
+            const float v = (float)x[0];
+            int count = 0;
+            for (k = 0; k < 8; ++k) {
+                count += v > t0[k];
+            }
+            index += count * 15;
+        }
+        {
+            const float v = (float)x[1];
+            int count = 0;
+            for (k = 0; k < 16; ++k) {
+                count += v > t1[k];
+            }
+            index += count;
+        }
+        return cell[index];
+    }
+#endif
+}
+
 static inline MATSUM_HD long long matsum_T_value(int leaf)
 {
+#ifdef __CUDA_ARCH__
     switch (leaf) {
     case 0:
         return 1LL;
@@ -212,6 +259,17 @@ static inline MATSUM_HD long long matsum_T_value(int leaf)
     default: /* leaf 26 */
         return 3LL;
     }
+#else
+    {
+        static const long long values[27] = {
+            1LL, 1LL, 2LL, 1LL, 2LL, 2LL, 2LL, 3LL,
+            3LL, 4LL, 4LL, 5LL, 1LL, 2LL, 1LL, 2LL,
+            2LL, 3LL, 3LL, 4LL, 2LL, 3LL, 4LL, 5LL,
+            4LL, 5LL, 3LL
+        };
+        return values[leaf];
+    }
+#endif
 }
 
 static inline MATSUM_HD int matsum_T_code(long long value)

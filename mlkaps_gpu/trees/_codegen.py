@@ -2,8 +2,10 @@
 and CUDA.
 
 The layout is generic over :class:`~mlkaps_gpu.trees._model.DecisionModel`: each tree becomes a
-function ``<prefix>_<tree>_leaf(const double *x)`` made of nested ``if``/``else`` that returns
-a leaf index, and each design parameter a function ``<prefix>_<param>_value(int leaf)`` that
+function ``<prefix>_<tree>_leaf(const double *x)`` that returns a leaf index (nested
+``if``/``else``, or, where the tree's cell table is small, a branch-free threshold count and table
+lookup that defers to the nested form ``<prefix>_<tree>_leaf_branches`` for NaN and on the
+device), and each design parameter a function ``<prefix>_<param>_value(int leaf)`` that
 reads its per-leaf value table. ``<prefix>_select`` rounds the inputs to float32 features once,
 calls every leaf function once and fills the configuration struct field by field.
 """
@@ -23,6 +25,7 @@ from mlkaps_gpu.trees._c_literals import (
     double_literal,
     value_literal,
 )
+from mlkaps_gpu.trees._codegen_table import emit_table_leaf_function, table_layout
 from mlkaps_gpu.trees._codegen_validity import ValidityWriter
 from mlkaps_gpu.trees._model import FLOAT32_MAX, DecisionModel, TreeStructure
 from mlkaps_gpu.trees._names import InputNames, NamePlan, OutputNames
@@ -67,21 +70,42 @@ def emit_leaf_function(
 
 
 def emit_value_function(
-    parameter: Parameter, names: OutputNames, codes: np.ndarray, hd_macro: str
+    parameter: Parameter,
+    names: OutputNames,
+    codes: np.ndarray,
+    hd_macro: str,
+    *,
+    table: bool = False,
 ) -> list[str]:
-    """A function mapping a leaf index to the parameter's value (a switch over the leaves)."""
+    """A function mapping a leaf index to the parameter's value: a switch over the leaves, or
+    with ``table`` a constant array read on the host (a switch's jump table mispredicts when
+    the leaf varies from call to call) and the switch in device code."""
     literals = [value_literal(parameter, names, int(code)) for code in codes]
-    lines = [
-        f"static inline {hd_macro} {c_type(parameter, names)} {names.value_function}(int leaf)",
-        "{",
-        f"{INDENT}switch (leaf) {{",
-    ]
+    c_result = c_type(parameter, names)
+    lines = [f"static inline {hd_macro} {c_result} {names.value_function}(int leaf)", "{"]
+    indent = INDENT
+    if table:
+        lines.append("#ifdef __CUDA_ARCH__")
+    lines.append(f"{indent}switch (leaf) {{")
     for index, literal in enumerate(literals[:-1]):
-        lines.append(f"{INDENT}case {index}:")
-        lines.append(f"{INDENT * 2}return {literal};")
-    lines.append(f"{INDENT}default: /* leaf {len(literals) - 1} */")
-    lines.append(f"{INDENT * 2}return {literals[-1]};")
-    lines.append(f"{INDENT}}}")
+        lines.append(f"{indent}case {index}:")
+        lines.append(f"{indent * 2}return {literal};")
+    lines.append(f"{indent}default: /* leaf {len(literals) - 1} */")
+    lines.append(f"{indent * 2}return {literals[-1]};")
+    lines.append(f"{indent}}}")
+    if table:
+        lines.append("#else")
+        lines.append(f"{indent}{{")
+        lines.append(f"{indent * 2}static const {c_result} values[{len(literals)}] = {{")
+        per_line = 4 if parameter.kind == "categorical" else 8
+        for start in range(0, len(literals), per_line):
+            chunk = ", ".join(literals[start : start + per_line])
+            last = start + per_line >= len(literals)
+            lines.append(f"{indent * 3}{chunk}{'' if last else ','}")
+        lines.append(f"{indent * 2}}};")
+        lines.append(f"{indent * 2}return values[leaf];")
+        lines.append(f"{indent}}}")
+        lines.append("#endif")
     lines.append("}")
     return lines
 
@@ -237,6 +261,7 @@ def render_header(
     prefix: str,
     versions: Mapping[str, str],
     provenance: Mapping[str, str] | None = None,
+    lookup: bool = True,
 ) -> str:
     """The header text of a decision model.
 
@@ -245,6 +270,9 @@ def render_header(
         prefix: symbol prefix (validated: ``[A-Za-z_][A-Za-z0-9_]*``, not a keyword).
         versions: tool name -> version, listed in the top comment.
         provenance: extra ``key: value`` lines for the top comment, in the given order.
+        lookup: leaf functions as threshold counts + a cell table where the table is small
+            (:mod:`~mlkaps_gpu.trees._codegen_table`), the nested ``if`` form kept for NaN
+            inputs and device code; False: nested ``if`` only.
 
     Returns:
         The header, byte-identical for the same model and arguments.
@@ -278,11 +306,28 @@ def render_header(
     struct.append(f"}} {plan.config_type};")
     blocks.append(struct)
     blocks.append(_feature_function(plan))
-    for tree, function in zip(model.trees, plan.leaf_functions, strict=True):
-        blocks.append(emit_leaf_function(tree, function, plan.hd_macro, nan_possible))
+    tabled = []
+    for tree, function, branches in zip(
+        model.trees, plan.leaf_functions, plan.branch_functions, strict=True
+    ):
+        layout = table_layout(tree, len(model.inputs)) if lookup else None
+        tabled.append(layout is not None)
+        if layout is None:
+            blocks.append(emit_leaf_function(tree, function, plan.hd_macro, nan_possible))
+            continue
+        blocks.append(emit_leaf_function(tree, branches, plan.hd_macro, nan_possible))
+        blocks.append(
+            emit_table_leaf_function(tree, function, branches, plan.hd_macro, nan_possible, layout)
+        )
     for output, output_names in zip(model.outputs, plan.outputs, strict=True):
         blocks.append(
-            emit_value_function(output.parameter, output_names, output.codes, plan.hd_macro)
+            emit_value_function(
+                output.parameter,
+                output_names,
+                output.codes,
+                plan.hd_macro,
+                table=tabled[output.tree],
+            )
         )
     if writer is None:
         blocks.append(_select_function(model, plan, plan.select_function))

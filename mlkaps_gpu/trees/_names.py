@@ -132,6 +132,7 @@ class NamePlan:
     outputs: tuple[OutputNames, ...]
     locals: tuple[str, str, str]  # config, features, leaf (inside the select function)
     validity: ValidityNames
+    branch_functions: tuple[str, ...] = ()  # nested-if form of each leaf function (lookup)
 
     @classmethod
     def build(
@@ -196,6 +197,8 @@ class NamePlan:
             value_of_code=per_design("value_of_code"),
             candidate_functions=per_design("candidate"),
         )
+        branch_functions = tuple(f"{name}_branches" for name in leaf_functions)
+        branch_functions = tuple(_unique(name, taken) for name in branch_functions)
         # Arguments and locals must not shadow any file-scope name the body refers to.
         scope = set(taken)
         input_names = tuple(
@@ -219,6 +222,7 @@ class NamePlan:
             outputs=outputs,
             locals=local_names,
             validity=validity,
+            branch_functions=branch_functions,
         )
 
     def all_file_scope(self) -> Iterable[str]:
@@ -226,6 +230,7 @@ class NamePlan:
         yield from (self.guard, self.hd_macro, self.config_type, self.select_function)
         yield self.feature_function
         yield from self.leaf_functions
+        yield from self.branch_functions
         enums: list[InputNames | OutputNames] = [*self.inputs, *self.outputs]
         for names in enums:
             if names.enum_type is not None:

@@ -181,16 +181,28 @@ class Selector(abc.ABC):
         """
         return self._check_fitted().predict(inputs_table)
 
-    def to_c(self, prefix: str = "mlkaps", *, provenance: Mapping[str, Any] | None = None) -> str:
+    def to_c(
+        self,
+        prefix: str = "mlkaps",
+        *,
+        provenance: Mapping[str, Any] | None = None,
+        lookup: bool = True,
+    ) -> str:
         """The header-only C/C++/CUDA selector.
 
         Args:
             prefix: symbol prefix, ``[A-Za-z_][A-Za-z0-9_]*``.
             provenance: extra ``key: value`` lines for the top comment (e.g. a sample hash).
+            lookup: branch-free table lookup of the leaves where the table is small (host
+                code; the nested ``if`` form is kept for NaN inputs and device code).
         """
         lines = {str(key): str(value) for key, value in (provenance or {}).items()}
         return render_header(
-            self._check_fitted(), prefix=prefix, versions=tool_versions(), provenance=lines
+            self._check_fitted(),
+            prefix=prefix,
+            versions=tool_versions(),
+            provenance=lines,
+            lookup=lookup,
         )
 
 

@@ -15,8 +15,16 @@ from mlkaps_gpu.trees import (
     DecisionModel,
     NamePlan,
     PerParameterSelector,
+    TreeStructure,
     render_header,
     validate_prefix,
+)
+from mlkaps_gpu.trees._codegen_table import (
+    MIN_LEAVES,
+    TABLE_LIMIT,
+    cell_leaves,
+    float32_thresholds,
+    table_layout,
 )
 
 GOLDEN = Path(__file__).parent / "golden" / "tiny_selector.h"
@@ -119,7 +127,11 @@ def test_header_structure(selector: PerParameterSelector) -> None:
     assert re.findall(r"^(?!static inline|#|typedef)\w.*\(", text, flags=re.MULTILINE) == []
     assert "main" not in re.findall(r"\w+", text)
     assert "%" not in text
-    assert "= {" not in text  # no compound literals, no designated initialisers
+    # no compound literals, no designated initialisers; brace initialisers only for the
+    # constant lookup arrays (plain C89 aggregate initialisation)
+    braces = re.findall(r"^.*= \{.*$", text, flags=re.MULTILINE)
+    assert all(re.fullmatch(r"\s+static const [\w ]+ \w+\[\d+\] = \{", line) for line in braces)
+    assert re.search(r"\)\s*\{[^\n]*[.\[]\w*\]?\s*=", text) is None
 
 
 def test_thresholds_are_exact_and_only_less_equal(selector: PerParameterSelector) -> None:
@@ -139,7 +151,8 @@ def test_thresholds_are_exact_and_only_less_equal(selector: PerParameterSelector
         ):
             expected.add((int(feature), float(threshold)))  # float(text) == threshold exactly
     assert printed == expected
-    assert not re.search(r"[^<]<[^=<]", text.replace("#include", ""))
+    loops = re.compile(r"for \(k = 0; k < \d+; \+\+k\)")  # the lookup's counting loops
+    assert not re.search(r"[^<]<[^=<]", loops.sub("", text.replace("#include", "")))
 
 
 def test_nan_clause_only_for_float_inputs(density_selector: PerParameterSelector) -> None:
@@ -155,3 +168,73 @@ def test_same_fit_same_text(selector: PerParameterSelector, optima: pd.DataFrame
     assert selector.to_c("mlkaps", provenance={"sample_hash": "abc"}) == text
     refit = PerParameterSelector(max_depth=8).fit(optima, selector.inputs_, selector.design_)
     assert refit.to_c("mlkaps", provenance={"sample_hash": "abc"}) == text
+
+
+def _comb_tree(n_splits: int, thresholds: list[float] | None = None) -> TreeStructure:
+    """Node 2i tests feature i % 2 at threshold i + 0.5; its left child is a leaf."""
+    left, right, feature, threshold = [], [], [], []
+    for i in range(n_splits):
+        node = len(left)
+        leaf = node + 1
+        nxt = node + 2
+        left += [leaf, -1]
+        right += [nxt, -1]
+        feature += [i % 2, -2]
+        threshold += [thresholds[i] if thresholds else i + 0.5, -2.0]
+    left.append(-1)
+    right.append(-1)
+    feature.append(-2)
+    threshold.append(-2.0)
+    return TreeStructure(
+        children_left=left,
+        children_right=right,
+        feature=feature,
+        threshold=threshold,
+        nan_goes_left=[False] * len(left),
+    )
+
+
+def test_lookup_table_cells_match_the_tree() -> None:
+    tree = _comb_tree(40)
+    layout = table_layout(tree, 2)
+    assert layout is not None and [len(t) for _, t in layout] == [20, 20]
+    leaves = cell_leaves(tree, layout, 2).reshape(21, 21)
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-2, 42, size=(2000, 2)).astype(np.float32).astype(np.float64)
+    counts = [np.searchsorted(t.astype(np.float64), x[:, j], side="left") for j, t in layout]
+    node_leaf = []
+    leaf_index = {int(n): i for i, n in enumerate(tree.leaf_nodes)}
+    for row in x:
+        node = 0
+        while tree.children_left[node] != -1:
+            go_left = row[tree.feature[node]] <= tree.threshold[node]
+            node = tree.children_left[node] if go_left else tree.children_right[node]
+        node_leaf.append(leaf_index[int(node)])
+    assert leaves[counts[0], counts[1]].tolist() == node_leaf
+
+
+def test_thresholds_round_down_to_float32() -> None:
+    tree = _comb_tree(2, [16777218.5, 0.1])
+    t0 = float32_thresholds(tree, 0)
+    t1 = float32_thresholds(tree, 1)
+    # the largest float32 not above each threshold: x32 <= t  <=>  x32 <= t32
+    assert t0.tolist() == [16777218.0] and t0.dtype == np.float32
+    assert float(t1[0]) <= 0.1 < float(np.nextafter(t1[0], np.float32(1)))
+
+
+def test_large_and_small_trees_keep_the_nested_ifs(tiny_model: DecisionModel) -> None:
+    assert table_layout(_comb_tree(200), 2) is None  # 101 x 101 cells > TABLE_LIMIT
+    assert TABLE_LIMIT < 101 * 101
+    assert table_layout(_comb_tree(MIN_LEAVES - 2), 2) is None  # MIN_LEAVES - 1 leaves
+    assert table_layout(_comb_tree(MIN_LEAVES - 1), 2) is not None
+    assert "count +=" not in tiny_header(tiny_model)  # 3 leaves at most
+
+
+def test_lookup_header_keeps_nested_ifs_for_nan_and_device(
+    density_selector: PerParameterSelector,
+) -> None:
+    header = density_selector.to_c("dens")
+    assert "count += v > t" in header
+    assert "_leaf_branches(x); /* NaN: the tree's own policy */" in header
+    assert header.count("#ifdef __CUDA_ARCH__") >= 2
+    assert "count +=" not in density_selector.to_c("dens", lookup=False)

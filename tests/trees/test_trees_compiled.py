@@ -23,6 +23,7 @@ from mlkaps_gpu.trees import (
     tool_versions,
     verify_header,
 )
+from mlkaps_gpu.trees import _codegen_table as codegen_table
 
 pytestmark = pytest.mark.compiler
 
@@ -101,18 +102,23 @@ def test_header_equals_select_on_boundary_inputs(selector: PerParameterSelector,
     assert report.mismatches == {"block": 0, "algo": 0, "use_shared": 0, "unroll": 0}
 
 
-def test_float_input_with_nan_and_inf(density_selector: PerParameterSelector, tmp_path) -> None:
+@pytest.mark.parametrize("lookup", [True, False])
+def test_float_input_with_nan_and_inf(
+    density_selector: PerParameterSelector, lookup: bool, tmp_path
+) -> None:
     table = boundary_inputs(density_selector, 3000, np.random.default_rng(1))
     density = table["density"].to_numpy()
     assert np.isnan(density).any() and np.isposinf(density).any() and np.isneginf(density).any()
     assert (np.abs(density) > 3.5e38).any()  # beyond float32: rounding overflows to inf
-    report = verify_header(
-        density_selector, density_selector.to_c("dens"), table, prefix="dens", workdir=tmp_path
-    )
+    header = density_selector.to_c("dens", lookup=lookup)
+    assert ("_leaf_branches(" in header) == lookup
+    report = verify_header(density_selector, header, table, prefix="dens", workdir=tmp_path)
     assert report.ok, str(report)
 
 
-def test_hand_built_model_compiled(tiny_model: DecisionModel, request, tmp_path) -> None:
+def test_hand_built_model_compiled(
+    tiny_model: DecisionModel, request, tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     table = pd.concat(
         [
             pd.DataFrame(
@@ -127,7 +133,18 @@ def test_hand_built_model_compiled(tiny_model: DecisionModel, request, tmp_path)
         ignore_index=True,
     )
     header = header_of("tiny_model", request, prefix="tiny")
+    assert "count +=" not in header  # trees of 3 leaves or fewer keep the nested ifs
     report = verify_header(tiny_model, header, table, prefix="tiny", workdir=tmp_path)
+    assert report.ok, str(report)
+    # the lookup form on the same trees: float32 corner thresholds, NaN, +-inf, overflow
+    monkeypatch.setattr(codegen_table, "MIN_LEAVES", 2)
+    lookup = render_header(tiny_model, prefix="tiny", versions=tool_versions())
+    assert "count += v > t0[k];" in lookup and "_leaf_branches(x); /* NaN" in lookup
+    report = verify_header(tiny_model, lookup, table, prefix="tiny", workdir=tmp_path)
+    assert report.ok, str(report)
+    nested = render_header(tiny_model, prefix="tiny", versions=tool_versions(), lookup=False)
+    assert "count +=" not in nested
+    report = verify_header(tiny_model, nested, table, prefix="tiny", workdir=tmp_path)
     assert report.ok, str(report)
 
 
@@ -142,7 +159,7 @@ def test_odd_names_compiled(odd_names_selector: PerParameterSelector, tmp_path) 
 def test_verifier_detects_a_header_without_float32_rounding(
     selector: PerParameterSelector, tmp_path
 ) -> None:
-    header = selector.to_c("mlkaps")
+    header = selector.to_c("mlkaps", lookup=False)  # (the lookup form rounds by itself)
     broken = header.replace("return (double)(float)value;", "return value;")
     assert broken != header
     table = boundary_inputs(selector, 0, np.random.default_rng(0))
@@ -219,6 +236,17 @@ def test_two_translation_units_link(selector: PerParameterSelector, tmp_path: Pa
         for row in expected.itertuples()
     ]
     assert printed.splitlines() == lines
+
+
+def test_verifier_detects_a_lookup_off_by_one_at_thresholds(
+    selector: PerParameterSelector, tmp_path
+) -> None:
+    header = selector.to_c("mlkaps")
+    broken = header.replace("count += v > t", "count += v >= t")
+    assert broken != header
+    table = boundary_inputs(selector, 0, np.random.default_rng(0))
+    report = verify_header(selector, broken, table, prefix="mlkaps", workdir=tmp_path)
+    assert not report.ok
 
 
 def test_verifier_detects_a_header_ignoring_nan(
