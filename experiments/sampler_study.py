@@ -63,7 +63,7 @@ SAMPLER_VARIANTS: dict[str, tuple[str, str | None]] = {
     "hvs": ("hvs", None),
     "hvsr": ("hvsr", None),
     "bayes": ("bayes", None),
-    "ga_adaptive": ("ga_adaptive", "lhs"),
+    "ga_adaptive": ("ga_adaptive", "lhs"),  # the default sub-sampler (see the study)
     "ga_adaptive_hvsr": ("ga_adaptive", "hvsr"),
 }
 BUDGET_DEPENDENT = {"ga_adaptive"}
@@ -294,6 +294,11 @@ def evaluate(case: Case, samples: pd.DataFrame, seed: int) -> dict[str, float]:
         out["fraction_pipeline"] = float(np.mean(np.where(shipped_ok, best / shipped_time, 0.0)))
     else:
         ratio = np.where(good, expert_truth["ratio"].to_numpy(), np.nan)
+        # load indicator (the expert's geometric-mean time) and the picks' thread counts: a
+        # busy machine slows the expert's all-cores runs and favours single-thread picks
+        out["expert_time_geo"] = float(np.exp(np.nanmean(np.log(expert_truth[objective]))))
+        if "threads" in picks:
+            out["threads1_share"] = float((picks["threads"] == 1).mean())
         out["speedup"] = float(np.exp(np.nanmean(np.log(ratio)))) if good.any() else np.nan
         out["speedup_min"] = float(np.nanmin(ratio)) if good.any() else np.nan
     return out
@@ -410,6 +415,8 @@ def main() -> int:
     parser.add_argument("--case", choices=["replay", "lu", "all"], default="all")
     parser.add_argument("--quick", action="store_true", help="2 seeds, small budgets")
     parser.add_argument("--seeds", type=int, default=None, help="seeds (default 5; quick 2, 1)")
+    parser.add_argument("--first-seed", type=int, default=0, help="seeds start here")
+    parser.add_argument("--tag", default="", help="suffix of the result files")
     parser.add_argument("--samplers", nargs="+", default=list(SAMPLER_VARIANTS))
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument(
@@ -420,7 +427,7 @@ def main() -> int:
     if unknown:
         parser.error(f"unknown samplers {sorted(unknown)} (known: {list(SAMPLER_VARIANTS)})")
     cases = ["replay", "lu"] if args.case == "all" else [args.case]
-    suffix = "_quick" if args.quick else ""
+    suffix = ("_quick" if args.quick else "") + (f"_{args.tag}" if args.tag else "")
     if args.report_only:
         for name in cases:
             stem = args.out / f"sampler_study_{name}{suffix}"
@@ -448,7 +455,7 @@ def main() -> int:
             seeds = args.seeds or (1 if args.quick else 5)
         print(f"{name}: set-up {time.perf_counter() - started:.0f} s", file=sys.stderr)
         rows = []
-        for seed in range(seeds):
+        for seed in range(args.first_seed, args.first_seed + seeds):
             for variant in args.samplers:
                 begin = time.perf_counter()
                 rows += run_variant(case, variant, seed)

@@ -261,6 +261,7 @@ class Campaign:
                 sub_sampler=options.sub_sampler,
                 surrogate_factory=lambda: self._surrogate(objective),
                 extra_training=transfer if len(transfer) else None,
+                warm_start=self.config.transfer_warm_start if len(transfer) else 0.0,
             )
         if options.method in ("hvs", "hvsr"):
             kind = HVSSampler if options.method == "hvs" else HVSrSampler

@@ -53,7 +53,7 @@ _SECTIONS: dict[str, tuple[str, ...]] = {
         "sub_sampler",
         "fixed",
     ),
-    "transfer": ("sources",),
+    "transfer": ("sources", "warm_start"),
     "surrogate": ("n_estimators", "log_target", "params"),
     "optimization": (
         "grid",
@@ -166,6 +166,8 @@ class CampaignConfig:
     trees: TreesConfig
     execution: ExecutionConfig = field(default_factory=ExecutionConfig)
     transfer_sources: list[Path] = field(default_factory=list)
+    #: share of the budget first spent on the sources' best configurations (GA-Adaptive)
+    transfer_warm_start: float = 0.2
 
     @property
     def digest(self) -> str:
@@ -233,6 +235,7 @@ def parse_config(text: str, *, path: Path | None = None, label: str = "<config>"
         trees=_trees(reader, data.get("trees", {})),
         execution=_execution(reader, data.get("execution", {})),
         transfer_sources=_transfer(reader, data.get("transfer", {}), base),
+        transfer_warm_start=_warm_start(reader, data.get("transfer", {})),
     )
 
 
@@ -583,6 +586,13 @@ def _transfer(reader: _Reader, table: Mapping[str, Any], base: Path) -> list[Pat
             reader.fail("transfer", f"sources[{index}]", f"not a campaign directory: {path}")
         paths.append(path)
     return paths
+
+
+def _warm_start(reader: _Reader, table: Mapping[str, Any]) -> float:
+    value = table.get("warm_start", 0.2)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        reader.fail("transfer", "warm_start", f"must be a fraction in [0, 1], got {value!r}")
+    return float(value)
 
 
 def _bounds(reader: _Reader, bounds: Any) -> dict[str, float]:

@@ -1,7 +1,11 @@
 """GA-Adaptive sampling (MLKAPS, Fig. 4): exploit the current surrogate's optima, explore with a
 sub-sampler.
 
-1. Bootstrap: the first ``bootstrap`` fraction of the budget comes from LHS.
+0. Warm start (transfer only): with ``extra_training`` (measurements of other architectures),
+   the first ``warm_start`` fraction of the budget measures the configurations that did best
+   there (ranked by their mean log-ratio to each source input point's best; a configuration not
+   measured at a source point counts as that sources' median) on the new machine.
+1. Bootstrap: the next ``bootstrap`` fraction of the budget comes from LHS.
 2. Then, per batch, a share ``eps`` of the rows are the surrogate's best *not yet measured*
    configurations at random input points (exploitation, using the grid optimizer's machinery),
    and the rest come from the sub-sampler (exploration). ``eps`` moves linearly from
@@ -44,8 +48,10 @@ class GAAdaptiveSampler(Sampler):
         bootstrap: fraction of the budget sampled by LHS before any exploitation.
         eps_initial: exploitation share right after the bootstrap.
         eps_final: exploitation share at the end of the budget.
-        sub_sampler: ``"lhs"``, ``"random"``, ``"hvs"``, ``"hvsr"`` or ``"bayes"``, or a Sampler
-            factory ``(space, seed) -> Sampler``. The sub-sampler is told every measurement (the
+        sub_sampler: ``"lhs"`` (the default: MLKAPS uses HVSr, which did no better in
+            ``experiments/sampler_study.py`` and worse than random at two budgets of the ``lu``
+            case), ``"hvsr"``, ``"random"``, ``"hvs"`` or ``"bayes"``, or a Sampler factory
+            ``(space, seed) -> Sampler``. The sub-sampler is told every measurement (the
             adaptive ones learn from them) and learns the same ``objective``.
         surrogate_factory: builds the surrogate refitted before each batch.
         feature_space: the space whose feature encoding the surrogate uses (default: ``space``;
@@ -53,6 +59,8 @@ class GAAdaptiveSampler(Sampler):
             passes the full space so that categorical codes agree with ``extra_training``).
         extra_training: measurements taken elsewhere (other campaigns, other architectures)
             added to every surrogate fit, never measured or proposed again (transfer).
+        warm_start: fraction of the budget spent first on the configurations that did best in
+            ``extra_training`` (default: 0.2 with ``extra_training``, else 0).
     """
 
     def __init__(
@@ -70,11 +78,16 @@ class GAAdaptiveSampler(Sampler):
         surrogate_factory: Callable[[], Surrogate] | None = None,
         feature_space: Space | None = None,
         extra_training: pd.DataFrame | None = None,
+        warm_start: float | None = None,
     ) -> None:
         super().__init__(space, seed=seed)
         if budget < 1:
             raise ValueError(f"budget must be positive, got {budget}")
+        has_extra = extra_training is not None and len(extra_training) > 0
+        if warm_start is None:
+            warm_start = 0.2 if has_extra else 0.0
         for name, value in (
+            ("warm_start", warm_start),
             ("bootstrap", bootstrap),
             ("eps_initial", eps_initial),
             ("eps_final", eps_final),
@@ -112,10 +125,16 @@ class GAAdaptiveSampler(Sampler):
         self.n_told = 0
         self.feature_space = feature_space or space
         self.extra_training = extra_training
+        self.warm_start = warm_start if has_extra else 0.0
+        self._warm_ranking: pd.DataFrame | None = None
+
+    @property
+    def _warm_rows(self) -> int:
+        return int(round(self.warm_start * self.budget))
 
     def eps(self) -> float:
         """Exploitation share at the current progress."""
-        start = self.bootstrap * self.budget
+        start = (self.warm_start + self.bootstrap) * self.budget
         if self.n_told < start:
             return 0.0
         progress = min(1.0, (self.n_told - start) / max(1.0, self.budget - start))
@@ -128,14 +147,88 @@ class GAAdaptiveSampler(Sampler):
         self.bootstrap_sampler._seen.update(self.space.key(rows))
 
     def _ask(self, n: int, rng: np.random.Generator) -> pd.DataFrame:
+        warm = min(n, self._warm_rows - self.n_told)
+        if warm > 0:
+            rows = self._warm(warm, rng)
+            if len(rows) == n:
+                return rows
+            rest = self._ask_after_warm(n - len(rows), rng)
+            return pd.concat([rows, rest], ignore_index=True)
+        return self._ask_after_warm(n, rng)
+
+    def _ask_after_warm(self, n: int, rng: np.random.Generator) -> pd.DataFrame:
         eps = self.eps()
         n_exploit = int(round(eps * n))
-        if self.n_told < self.bootstrap * self.budget or n_exploit == 0:
+        if self.n_told < (self.warm_start + self.bootstrap) * self.budget or n_exploit == 0:
             sampler: Sampler = self.bootstrap_sampler if eps == 0.0 else self.sub_sampler
             return sampler._ask(n, rng)  # (ask() filters what was seen)
         exploit = self._exploit(n_exploit, rng)
         explore = self.sub_sampler._ask(n - len(exploit), rng)
         return pd.concat([exploit, explore], ignore_index=True)
+
+    def warm_ranking(self) -> pd.DataFrame:
+        """Design configurations of ``extra_training``, best first, with their ``score``: the
+        mean over the source input points of log(value / best value at that point)
+        (minimisation; inverted when maximising), a point where the configuration was not
+        measured counting as that point's median."""
+        if self._warm_ranking is not None:
+            return self._warm_ranking
+        design = self.space.design_names
+        inputs = self.feature_space.input_names
+        data = self.extra_training
+        assert data is not None
+        data = data[np.isfinite(data[self.objective]) & (data[self.objective] > 0)]
+        value = np.log(data[self.objective].to_numpy(dtype=float))
+        if self.maximize:
+            value = -value
+        frame = data[[*inputs, *design]].assign(_v=value)
+        group = frame.groupby(inputs, sort=False, dropna=False)["_v"]
+        frame["_rel"] = frame["_v"] - group.transform("min")
+        median = frame.groupby(inputs, sort=False, dropna=False)["_rel"].median()
+        n_points = len(median)
+        per_config = frame.groupby(design, sort=False, dropna=False)["_rel"].agg(["sum", "count"])
+        # unmeasured source points count as a typical (median) configuration there
+        fill = float(median.mean()) if n_points else 0.0
+        score = (per_config["sum"] + (n_points - per_config["count"]) * fill) / max(n_points, 1)
+        ranking = score.rename("score").reset_index().sort_values("score", kind="stable")
+        self._warm_ranking = ranking.reset_index(drop=True)
+        return self._warm_ranking
+
+    def _warm(self, n: int, rng: np.random.Generator) -> pd.DataFrame:
+        """The best-ranked source configurations not measured yet, valid here, at random input
+        points of this campaign's (restricted) space."""
+        ranking = self.warm_ranking()
+        space = self.space
+        points = space.sample_inputs(n, rng).reset_index(drop=True)
+        chosen: list[pd.DataFrame] = []
+        taken: set[tuple[Any, ...]] = set()
+        start = 0
+        design = ranking[space.design_names]
+        for index in range(len(points)):
+            point = points.iloc[[index]].reset_index(drop=True)
+            # the candidates in rank order, in blocks, until one is valid and new here
+            while start < len(design):
+                block = design.iloc[start : start + 256].reset_index(drop=True)
+                rows = pd.concat(
+                    [point.iloc[[0] * len(block)].reset_index(drop=True), block], axis=1
+                )
+                rows = rows[space.names]
+                valid = space.is_valid(rows)
+                keys = space.key(rows)
+                found = None
+                for row in range(len(rows)):
+                    if valid[row] and keys[row] not in self._seen and keys[row] not in taken:
+                        found = row
+                        break
+                if found is None:
+                    start += len(block)
+                    continue
+                taken.add(keys[found])
+                chosen.append(rows.iloc[[found]])
+                break
+        if not chosen:
+            return space.empty_table()
+        return pd.concat(chosen, ignore_index=True)[space.names]
 
     def _model(self) -> Surrogate | None:
         history = self.history_
@@ -206,4 +299,9 @@ class GAAdaptiveSampler(Sampler):
         return pd.concat(chosen, ignore_index=True)[space.names]
 
     def describe(self) -> dict[str, Any]:
-        return {"bootstrap": self.bootstrap, "eps": self.eps(), "told": self.n_told}
+        return {
+            "warm_start": self.warm_start,
+            "bootstrap": self.bootstrap,
+            "eps": self.eps(),
+            "told": self.n_told,
+        }
