@@ -9,6 +9,12 @@ Measures one configuration of the shipped ``lu`` kernel
    (default: 1 warm-up, median of 5): the spread of the objective within and between
    campaigns.
 
+3. the same campaign structure for a **machine reference**: a single-threaded NumPy sort of a
+   fixed array, sized to take about as long as the kernel, timed in this process with the same
+   policy. It involves no executor, worker, compiler or OpenMP: its spread is the machine's own
+   (other processes, frequency, the host under a virtual machine), the floor any executor
+   policy measures on top of.
+
 Prints a table. The target is an objective that varies by less than 3 % between campaigns.
 
     python experiments/timing_noise.py                  # defaults: lu 512 x 512, nb 64
@@ -46,6 +52,37 @@ def spread(values: list[float]) -> dict[str, float]:
     }
 
 
+def reference_campaigns(
+    target_s: float, policy: TimingPolicy, campaigns: int, per_campaign: int
+) -> list[list[float]]:
+    """Campaigns of objectives (median of ``policy.repeats`` after ``policy.warmup``) of a
+    single-threaded NumPy sort sized to take about ``target_s``."""
+    rng = np.random.default_rng(0)
+    size = 1 << 14
+    data = rng.random(size)
+    while True:  # grow the array until one sort takes about the kernel's time
+        start = time.perf_counter()
+        np.sort(data, kind="quicksort")
+        elapsed = time.perf_counter() - start
+        if elapsed >= target_s / 2 or size >= 1 << 26:
+            break
+        size *= 2
+        data = rng.random(size)
+    result: list[list[float]] = []
+    for _ in range(campaigns):
+        values = []
+        for _ in range(per_campaign):
+            runs = []
+            for index in range(policy.warmup + policy.repeats):
+                start = time.perf_counter()
+                np.sort(data, kind="quicksort")
+                if index >= policy.warmup:
+                    runs.append(time.perf_counter() - start)
+            values.append(statistics.median(runs))
+        result.append(values)
+    return result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--m", type=int, default=512)
@@ -64,6 +101,9 @@ def main() -> None:
         "--env", action="append", default=[], help="NAME=VALUE for the worker (repeatable)"
     )
     parser.add_argument("--json", help="also write the figures to this file")
+    parser.add_argument(
+        "--no-reference", action="store_true", help="skip the NumPy machine reference"
+    )
     args = parser.parse_args()
 
     env = dict(item.split("=", 1) for item in args.env)
@@ -102,6 +142,12 @@ def main() -> None:
             raise SystemExit(f"measurement failed: {list(result['message'])}")
         campaigns.append([float(t) for t in result["time"]])
 
+    reference: list[list[float]] = []
+    if not args.no_reference:
+        reference = reference_campaigns(
+            statistics.median(singles), policy, args.campaigns, args.per_campaign
+        )
+
     objectives = [t for c in campaigns for t in c]
     campaign_medians = [statistics.median(c) for c in campaigns]
     campaign_first = [c[0] for c in campaigns]
@@ -111,6 +157,10 @@ def main() -> None:
         "objective, 1st of each campaign": spread(campaign_first),
         "campaign median of objectives": spread(campaign_medians),
     }
+    if reference:
+        table["reference: objective, all"] = spread([t for c in reference for t in c])
+        table["reference: 1st of each campaign"] = spread([c[0] for c in reference])
+        table["reference: campaign medians"] = spread([statistics.median(c) for c in reference])
     within = [spread(c)["range_%"] for c in campaigns]
 
     columns = ["n", "median_ms", "min_ms", "max_ms", "cv_%", "rel_iqr_%", "range_%"]
@@ -136,6 +186,12 @@ def main() -> None:
     print(
         f"between campaigns (1st objective of each): range {between:.2f} % -> 3 % target {verdict}"
     )
+    if reference:
+        floor = table["reference: 1st of each campaign"]
+        print(
+            f"machine reference (NumPy sort, same policy, no executor): between campaigns range "
+            f"{floor['range_%']:.2f} %, CV {floor['cv_%']:.2f} %"
+        )
     elapsed = time.perf_counter() - started
     print(f"policy: warmup={policy.warmup} repeats={policy.repeats}; {elapsed:.1f} s")
 
