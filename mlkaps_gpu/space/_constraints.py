@@ -41,7 +41,9 @@ def _modulo(left: Any, right: Any) -> Any:
 
 
 def _power(left: Any, right: Any) -> Any:
-    undefined = np.equal(left, 0) & np.less(right, 0)
+    # numpy (and C) say nan ** 0 == 1: an undefined operand must stay undefined, as Python
+    # would have raised before reaching the power
+    undefined = np.equal(left, 0) & np.less(right, 0) | _undefined(left) | _undefined(right)
     return np.where(undefined, np.nan, np.power(left, right))
 
 

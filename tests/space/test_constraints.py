@@ -583,3 +583,13 @@ def test_to_c_writes_the_operators(text: str, expected: list[str]) -> None:
         assert piece in c_text, (piece, c_text)
     assert c_text.count("(") == c_text.count(")")
     assert " and " not in c_text and " or " not in c_text and "not " not in c_text
+
+
+@pytest.mark.parametrize(
+    "text", ["((a < (a // a)) ** 0)", "((a % a) ** 0)", "(((a // b) < c) ** 0) == 1"]
+)
+def test_undefined_operand_of_a_power_stays_undefined(text: str) -> None:
+    # Python raises at a // 0 before the power; numpy's nan ** 0 would say 1 (found by the
+    # property test below)
+    assert evaluate(text, NUMBERS, a=[0], b=[0], c=[0]) == [False]
+    assert reference_truth(text, {"a": 0, "b": 0, "c": 0}) is False
