@@ -10,7 +10,7 @@ written by ``strategies_study.py``): the mean fraction of optimum the constraint
 strategies reached, and their mean performance score; Spearman's rank correlation says whether
 the orders agree.
 
-    MLKAPS_GPU_DATA=/work/shared/data/replay python experiments/difficulty_study.py
+    MLKAPS_GPU_DATA=../shared/data/replay python experiments/difficulty_study.py
 
 Writes ``experiments/results/difficulty.md`` and ``difficulty_<neighbourhood>.png``.
 """

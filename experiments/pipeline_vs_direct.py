@@ -17,7 +17,7 @@ On the replayed convolution with the GPU as input, for each total budget B (defa
   The row ``TPE (free invalid)`` uses Kernel Tuner's convention instead (violations cost
   nothing). Optuna is imported only here (``pip install optuna``).
 
-    MLKAPS_GPU_DATA=/work/shared/data/replay python experiments/pipeline_vs_direct.py
+    MLKAPS_GPU_DATA=../shared/data/replay python experiments/pipeline_vs_direct.py
 """
 
 from __future__ import annotations

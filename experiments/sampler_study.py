@@ -24,8 +24,8 @@ prefix of their measurements, which is exactly what a run with the smaller budge
 seed, same batches). Real-kernel measurements are cached per configuration, so a configuration
 picked by several samplers is timed once and compared on the same number.
 
-    MLKAPS_GPU_DATA=/work/shared/data/replay python experiments/sampler_study.py --quick
-    MLKAPS_GPU_DATA=/work/shared/data/replay python experiments/sampler_study.py --case replay
+    MLKAPS_GPU_DATA=../shared/data/replay python experiments/sampler_study.py --quick
+    MLKAPS_GPU_DATA=../shared/data/replay python experiments/sampler_study.py --case replay
     python experiments/sampler_study.py --case lu --seeds 3
 """
 

@@ -11,7 +11,7 @@ Failed and invalid evaluations count against the budget (our convention). The un
 evolutionary strategies are also run under Kernel Tuner's convention, where a constraint
 violation is not measured and costs nothing (rows ``... (free invalid)``).
 
-    MLKAPS_GPU_DATA=/work/shared/data/replay python experiments/strategies_study.py [--quick]
+    MLKAPS_GPU_DATA=../shared/data/replay python experiments/strategies_study.py [--quick]
 
 Writes ``experiments/results/strategies.md`` (tables), ``strategies_scores.csv`` (the scores),
 ``strategies_runs.csv`` (best value per run and budget) and ``strategies_fraction.png``

@@ -9,7 +9,7 @@ per-parameter trees), and the fraction of a dense input grid (100 points per inp
 for gemm's three inputs) where the trees' raw configuration violates a constraint (what a header
 without the run-time check would return). ``--partitions`` also compares the joint partitions.
 
-    MLKAPS_GPU_DATA=/work/shared/data/replay python experiments/tree_modes.py
+    MLKAPS_GPU_DATA=../shared/data/replay python experiments/tree_modes.py
 """
 
 from __future__ import annotations

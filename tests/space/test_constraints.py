@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from mlkaps_gpu.space import Constraint, ConstraintError, Parameter, Space, parse_constraint
 
-# The convolution space of /work/shared/data/replay/README.md (convolution_6gpu) and its four
+# The convolution space of ../shared/data/replay/README.md (convolution_6gpu) and its four
 # restriction strings, as Kernel Tuner writes them.
 CONVOLUTION_DESIGN = [
     Parameter("block_size_x", "int", values=tuple(range(16, 257, 16))),
