@@ -9,8 +9,8 @@ measurements per configuration and point, merge with the expert (joint tree of t
 decisions, ``lu_merged.h``), validate the merged header again at the same points, and time
 OpenBLAS. Writes ``lu_vs_expert.md`` / ``.json`` / ``.csv`` and figures next to them.
 
-    python experiments/lu_vs_expert.py --budgets 1000 --grid 16x16 --work /tmp/lu_vs_expert \\
-        --reuse 1000=/tmp/lu1000
+    python experiments/lu_vs_expert.py --budgets 1000 --grid 16x16 --work runs/lu_vs_expert \\
+        --reuse 1000=runs/lu1000
 """
 
 from __future__ import annotations
@@ -191,7 +191,7 @@ def run_budget(budget: int, args: argparse.Namespace, reuse: dict[int, Path]) ->
     meta = campaign.meta.get("details", {})
     record = {
         "budget": budget,
-        "directory": str(campaign.directory),
+        "directory": f"WORK/{campaign.directory.name}",  # WORK: the --work folder
         "grid": sizes,
         "repeats": args.repeats,
         "sampling": meta.get("sampling", {}),
@@ -227,7 +227,7 @@ def markdown(records: list[dict[str, Any]], args: argparse.Namespace) -> str:
     lines = [
         "# Blocked LU (`lu`): tuned vs the LAPACK-style expert, before and after merge",
         "",
-        f"Command: `python experiments/lu_vs_expert.py {' '.join(sys.argv[1:])}`",
+        f"Command: `python experiments/lu_vs_expert.py {command_line(sys.argv[1:])}`",
         "",
         "Expert: nb 64, recursive panel, tile 32 x 64, all threads. Validation grid: cell "
         "centres (geometric) of the given number of cells per input, so no point lies on the "
@@ -300,6 +300,19 @@ def markdown(records: list[dict[str, Any]], args: argparse.Namespace) -> str:
     for record in records:
         lines += [f"![{name}]({name})" for name in record["figures"]]
     return "\n".join(lines) + "\n"
+
+
+def command_line(arguments: list[str]) -> str:
+    """The arguments with folder values written as WORK / SOURCE (no paths of this machine)."""
+    shown, hide = [], None
+    for argument in arguments:
+        if hide == "--work":
+            argument = "WORK"
+        elif hide == "--reuse":
+            argument = argument.partition("=")[0] + "=SOURCE"
+        hide = argument if argument in ("--work", "--reuse") else None
+        shown.append(argument)
+    return " ".join(shown)
 
 
 def _x(value: float | None) -> str:
