@@ -77,16 +77,7 @@ def cell_leaves(
     x = np.zeros((mesh[0].size, n_features))
     for (feature, _), values in zip(layout, mesh, strict=True):
         x[:, feature] = values.ravel()
-    node = np.zeros(len(x), dtype=np.int64)
-    active = tree.children_left[node] != -1
-    while active.any():
-        current = node[active]
-        go_left = x[active, tree.feature[current]] <= tree.threshold[current]
-        node[active] = np.where(go_left, tree.children_left[current], tree.children_right[current])
-        active = tree.children_left[node] != -1
-    leaf_index = np.full(len(tree.children_left), -1, dtype=np.int64)
-    leaf_index[np.asarray(tree.leaf_nodes)] = np.arange(tree.n_leaves)
-    return leaf_index[node]
+    return tree.apply(x)  # the representatives are floats: apply's rounding keeps them
 
 
 def _float_literal(value: float) -> str:

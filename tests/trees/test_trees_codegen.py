@@ -202,14 +202,7 @@ def test_lookup_table_cells_match_the_tree() -> None:
     rng = np.random.default_rng(0)
     x = rng.uniform(-2, 42, size=(2000, 2)).astype(np.float32).astype(np.float64)
     counts = [np.searchsorted(t.astype(np.float64), x[:, j], side="left") for j, t in layout]
-    node_leaf = []
-    leaf_index = {int(n): i for i, n in enumerate(tree.leaf_nodes)}
-    for row in x:
-        node = 0
-        while tree.children_left[node] != -1:
-            go_left = row[tree.feature[node]] <= tree.threshold[node]
-            node = tree.children_left[node] if go_left else tree.children_right[node]
-        node_leaf.append(leaf_index[int(node)])
+    node_leaf = tree.apply(x).tolist()
     assert leaves[counts[0], counts[1]].tolist() == node_leaf
 
 
