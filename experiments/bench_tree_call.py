@@ -40,7 +40,8 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 from kernel_models import kernel_model  # noqa: E402
 
-from mlkaps_gpu.trees import JointSelector, NamePlan  # noqa: E402
+from mlkaps_gpu.codegen import NamePlan, render_header  # noqa: E402
+from mlkaps_gpu.trees import JointSelector  # noqa: E402
 
 PROGRAM = r"""
 #include <math.h>
@@ -181,8 +182,8 @@ def measure(selector: JointSelector, repeats: int, compiler: str) -> pd.DataFram
     """Per (function, input pattern): min and median ns per call over the repeats."""
     with tempfile.TemporaryDirectory() as folder:
         directory = Path(folder)
-        (directory / "selector.h").write_text(selector.to_c("bench"), encoding="utf-8")
-        nested = selector.to_c("bench_if", lookup=False)
+        (directory / "selector.h").write_text(render_header(selector, "bench"), encoding="utf-8")
+        nested = render_header(selector, "bench_if", lookup=False)
         (directory / "branches.h").write_text(nested, encoding="utf-8")
         (directory / "bench.c").write_text(program_source(selector, "bench"), encoding="utf-8")
         command = [compiler, "-O2", "-std=gnu99", "bench.c", "-o", "bench", "-lm"]

@@ -16,8 +16,8 @@ import traceback
 from pathlib import Path
 
 from mlkaps_gpu.campaign import ConfigError, parse_config
-from mlkaps_gpu.campaign._fuzz import random_config
 from mlkaps_gpu.campaign._setup import prepare
+from mlkaps_gpu.testing._fuzz import random_config
 
 
 def main() -> int:

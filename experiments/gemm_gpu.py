@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 
 from mlkaps_gpu.campaign import Campaign, load_config
+from mlkaps_gpu.codegen._compiled import CompiledHeader
 from mlkaps_gpu.kernels import load_builtin
-from mlkaps_gpu.trees._compiled import CompiledHeader
 
 CONFIG = Path(__file__).parent / "configs" / "gemm_cuda.toml"
 

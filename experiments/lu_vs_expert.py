@@ -27,9 +27,9 @@ import numpy as np
 import pandas as pd
 
 from mlkaps_gpu.campaign import Campaign, parse_config
-from mlkaps_gpu.campaign._expert import expert_reference
-from mlkaps_gpu.campaign._merge import describe, merge, write_merge
-from mlkaps_gpu.campaign._validate import (
+from mlkaps_gpu.validation._expert import expert_reference
+from mlkaps_gpu.validation._merge import describe, merge, write_merge
+from mlkaps_gpu.validation._validate import (
     Validation,
     parse_grid,
     reassess,

@@ -39,7 +39,7 @@ import pandas as pd  # noqa: E402
 
 from mlkaps_gpu.campaign import parse_config  # noqa: E402
 from mlkaps_gpu.campaign._setup import prepare  # noqa: E402
-from mlkaps_gpu.optimize.strategies import STRATEGIES, TabulatedObjective  # noqa: E402
+from mlkaps_gpu.search import STRATEGIES, TabulatedObjective  # noqa: E402
 from mlkaps_gpu.space import Space  # noqa: E402
 
 HERE = Path(__file__).parent

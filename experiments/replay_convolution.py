@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from mlkaps_gpu.campaign import Campaign, parse_config
-from mlkaps_gpu.trees._compiled import CompiledHeader
+from mlkaps_gpu.codegen._compiled import CompiledHeader
 
 CONFIG = Path(__file__).parent / "configs" / "convolution_replay.toml"
 

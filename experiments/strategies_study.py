@@ -37,7 +37,7 @@ import pandas as pd  # noqa: E402
 from mlkaps_gpu.analysis import SpaceReference, budget_range, curves  # noqa: E402
 from mlkaps_gpu.campaign import parse_config  # noqa: E402
 from mlkaps_gpu.campaign._setup import prepare  # noqa: E402
-from mlkaps_gpu.optimize.strategies import STRATEGIES, TabulatedObjective  # noqa: E402
+from mlkaps_gpu.search import STRATEGIES, TabulatedObjective  # noqa: E402
 
 CONFIG = Path(__file__).parent / "configs" / "convolution_replay.toml"
 RESULTS = Path(__file__).parent / "results"

@@ -25,7 +25,7 @@ from pathlib import Path
 import pandas as pd
 
 from mlkaps_gpu.campaign import Campaign, parse_config
-from mlkaps_gpu.trees._compiled import CompiledHeader
+from mlkaps_gpu.codegen._compiled import CompiledHeader
 
 CONFIG = Path(__file__).parent / "configs" / "convolution_replay.toml"
 GPUS = ["A100", "A4000", "MI250X", "W6600", "W7800"]

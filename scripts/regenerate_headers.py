@@ -22,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from kernel_models import CORES, GRID_SIZES, KernelModel, kernel_model  # noqa: E402
 
+from mlkaps_gpu.codegen import render_header
 from mlkaps_gpu.trees import DepthSweep, Selector, fit_selector  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -77,7 +78,7 @@ def generate(name: str) -> Generated:
             " leaves"
         ),
     }
-    header = fitted.selector.to_c(name, provenance=provenance)
+    header = render_header(fitted.selector, name, provenance=provenance)
     return Generated(model, fitted.selector, fitted.sweep, header)
 
 

@@ -1,7 +1,9 @@
-"""Campaigns: configuration, the measurement store, the pipeline and the command line."""
+"""Campaigns: the configuration model, the measurement store, the pipeline stages and their resume,
+and the capture of the machine a campaign measured on."""
 
 from mlkaps_gpu.campaign._campaign import STAGES, Campaign, CampaignError
 from mlkaps_gpu.campaign._config import CampaignConfig, ConfigError, load_config, parse_config
+from mlkaps_gpu.campaign._environment import EnvironmentMismatchWarning
 from mlkaps_gpu.campaign._store import SampleStore
 
 __all__ = [
@@ -10,6 +12,7 @@ __all__ = [
     "CampaignConfig",
     "CampaignError",
     "ConfigError",
+    "EnvironmentMismatchWarning",
     "SampleStore",
     "load_config",
     "parse_config",

@@ -42,6 +42,7 @@ from mlkaps_gpu.campaign._environment import (
 )
 from mlkaps_gpu.campaign._setup import Setup, prepare
 from mlkaps_gpu.campaign._store import SampleStore
+from mlkaps_gpu.codegen import boundary_inputs, render_header, verify_header
 from mlkaps_gpu.optimize import GridOptimizer
 from mlkaps_gpu.sampling import (
     SAMPLERS,
@@ -52,7 +53,7 @@ from mlkaps_gpu.sampling import (
     Sampler,
 )
 from mlkaps_gpu.surrogate import LightGBMSurrogate
-from mlkaps_gpu.trees import Selector, boundary_inputs, fit_selector, verify_header
+from mlkaps_gpu.trees import Selector, fit_selector
 
 log = logging.getLogger("mlkaps_gpu")
 
@@ -535,7 +536,7 @@ class Campaign:
                 if self.environment.get("replay")
                 else summary_line(self.environment)
             )
-        header = selector.to_c(options.prefix, provenance=provenance)
+        header = render_header(selector, options.prefix, provenance=provenance)
         (self.directory / "build").mkdir(exist_ok=True)
         rng = np.random.default_rng(self.config.seed)
         checks = boundary_inputs(selector, options.verify_inputs, rng)

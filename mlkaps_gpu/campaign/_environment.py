@@ -32,6 +32,10 @@ _PACKAGES = (
 )
 
 
+class EnvironmentMismatchWarning(UserWarning):
+    """The current machine differs from the one a campaign measured on."""
+
+
 def _cpu_model() -> str:
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as handle:

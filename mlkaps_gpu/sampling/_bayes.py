@@ -3,7 +3,7 @@ Optimization for auto-tuning GPU kernels", as Kernel Tuner's ``bayes_opt``).
 
 Per batch:
 
-1. **Model.** A Gaussian process (the GP core of ``mlkaps_gpu.optimize.strategies``: scikit-learn's
+1. **Model.** A Gaussian process (the GP core of ``mlkaps_gpu.search``: scikit-learn's
    ``GaussianProcessRegressor``, ``Constant * Matern(2.5) + White``, hyperparameters fitted) on
    the unit-cube position of every successful measurement (codes as cell centres, range inputs
    as the samplers draw them, categoricals one-hot), target ``log(objective)`` where every value
@@ -45,12 +45,11 @@ import pandas as pd
 from scipy.stats import qmc
 from threadpoolctl import threadpool_limits
 
-from mlkaps_gpu.optimize.strategies import CandidateGaussianProcess, acquisition_values
 from mlkaps_gpu.sampling._base import Sampler, _enumerate_valid_rows
 from mlkaps_gpu.sampling._hvs import unit_coordinates
 from mlkaps_gpu.sampling._random import LHSSampler
 from mlkaps_gpu.space import Space
-from mlkaps_gpu.surrogate import LightGBMSurrogate
+from mlkaps_gpu.surrogate import CandidateGaussianProcess, LightGBMSurrogate, acquisition_values
 
 BayesAcquisition = Literal["ei", "pi", "lcb", "multi", "advanced_multi"]
 BAYES_ACQUISITIONS: tuple[str, ...] = ("ei", "pi", "lcb", "multi", "advanced_multi")

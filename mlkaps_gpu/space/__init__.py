@@ -1,7 +1,7 @@
 """Search spaces: parameters, the safe constraint language, valid sampling, repair, grids."""
 
 from mlkaps_gpu.space._constraints import Constraint, ConstraintError, parse_constraint
-from mlkaps_gpu.space._parameters import KINDS, Parameter, SpaceError
+from mlkaps_gpu.space._parameters import KINDS, Parameter, SpaceError, parse_value
 from mlkaps_gpu.space._space import NEIGHBOUR_KINDS, Space
 
 __all__ = [
@@ -13,4 +13,5 @@ __all__ = [
     "Space",
     "SpaceError",
     "parse_constraint",
+    "parse_value",
 ]

@@ -9,6 +9,7 @@ definitions work on (as Kernel Tuner does). Input parameters may stay continuous
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -258,3 +259,32 @@ def _coerce(value: Any, kind: str, where: str) -> Any:
     if not math.isfinite(number):
         raise SpaceError(f"{where}: value must be finite, got {value!r}")
     return number
+
+
+def parse_value(parameter: Parameter, text: str) -> Any:
+    """The value of ``parameter`` written as ``text`` (command line, CSV); SpaceError if it is not
+    one of the parameter's values. Integers are parsed exactly (never through float)."""
+    try:
+        if parameter.kind == "int":
+            if re.fullmatch(r"\s*[+-]?\d+\s*", text):
+                return int(text)
+            number = float(text)  # 1e3, 300.0: exact only where float holds the integer
+            if not number.is_integer() or abs(number) > 2**53:
+                raise ValueError
+            return int(number)
+        if parameter.kind == "float":
+            return float(text)
+        if parameter.kind == "bool":
+            lowered = text.lower()
+            if lowered not in ("0", "1", "true", "false"):
+                raise ValueError
+            return lowered in ("1", "true")
+    except ValueError:
+        raise SpaceError(
+            f"input {parameter.name}={text!r}: expected a {parameter.kind} value"
+        ) from None
+    if text not in parameter.domain_values().tolist():
+        raise SpaceError(
+            f"input {parameter.name}={text!r}: not one of {parameter.domain_values().tolist()}"
+        )
+    return text

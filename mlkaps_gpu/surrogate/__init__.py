@@ -1,6 +1,24 @@
-"""Surrogate models of the objectives."""
+"""Surrogate models of the objectives: LightGBM (the campaign's model) and the Gaussian process
+that the Bayesian sampler and the Bayesian search strategy share."""
 
 from mlkaps_gpu.surrogate._base import Surrogate
+from mlkaps_gpu.surrogate._gaussian_process import (
+    ACQUISITIONS,
+    CandidateGaussianProcess,
+    acquisition_values,
+    propose,
+    standardised_acquisition,
+)
 from mlkaps_gpu.surrogate._lightgbm import DEFAULT_PARAMS, LightGBMSurrogate, accuracy
 
-__all__ = ["DEFAULT_PARAMS", "LightGBMSurrogate", "Surrogate", "accuracy"]
+__all__ = [
+    "ACQUISITIONS",
+    "DEFAULT_PARAMS",
+    "CandidateGaussianProcess",
+    "LightGBMSurrogate",
+    "Surrogate",
+    "accuracy",
+    "acquisition_values",
+    "propose",
+    "standardised_acquisition",
+]

@@ -5,15 +5,16 @@ the table, builds the float64 feature matrix once and calls the subclass's
 :meth:`Selector._fit_model`, which trains its trees and returns a
 :class:`~mlkaps_gpu.trees._model.DecisionModel`. Given a ``space``, ``fit`` then attaches the
 space's constraints (a :class:`~mlkaps_gpu.trees._validity.Validity`: check and fallback at run
-time) and stores the model as ``model_``. ``select`` and ``to_c`` then work from that model only,
-so the Python answers and the generated header come from the same arrays.
+time) and stores the model as ``model_``. ``select`` and
+:func:`mlkaps_gpu.codegen.render_header` then work from that model only, so the Python answers
+and the generated header come from the same arrays.
 """
 
 from __future__ import annotations
 
 import abc
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Self
 
@@ -23,7 +24,6 @@ from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 from mlkaps_gpu.space._parameters import Parameter
 from mlkaps_gpu.space._space import Space
-from mlkaps_gpu.trees._codegen import render_header
 from mlkaps_gpu.trees._model import DecisionModel, LeafOutput, TreeStructure, input_features
 from mlkaps_gpu.trees._regret import RegretOracle, Score
 from mlkaps_gpu.trees._validity import Validity
@@ -163,6 +163,10 @@ class Selector(abc.ABC):
         """Train on the float64 feature matrix; return the model without its validity
         (``inputs_`` and ``design_`` are set)."""
 
+    def fitted_model(self) -> DecisionModel:
+        """The fitted decision model (trees and per-leaf outputs); raises if not fitted."""
+        return self._check_fitted()
+
     def _check_fitted(self) -> DecisionModel:
         model = getattr(self, "model_", None)
         if model is None:
@@ -180,30 +184,6 @@ class Selector(abc.ABC):
         header's ``<prefix>_select`` does.
         """
         return self._check_fitted().predict(inputs_table)
-
-    def to_c(
-        self,
-        prefix: str = "mlkaps",
-        *,
-        provenance: Mapping[str, Any] | None = None,
-        lookup: bool = True,
-    ) -> str:
-        """The header-only C/C++/CUDA selector.
-
-        Args:
-            prefix: symbol prefix, ``[A-Za-z_][A-Za-z0-9_]*``.
-            provenance: extra ``key: value`` lines for the top comment (e.g. a sample hash).
-            lookup: branch-free table lookup of the leaves where the table is small (host
-                code; the nested ``if`` form is kept for NaN inputs and device code).
-        """
-        lines = {str(key): str(value) for key, value in (provenance or {}).items()}
-        return render_header(
-            self._check_fitted(),
-            prefix=prefix,
-            versions=tool_versions(),
-            provenance=lines,
-            lookup=lookup,
-        )
 
 
 class PerParameterSelector(Selector):

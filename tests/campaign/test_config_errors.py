@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mlkaps_gpu.campaign._cli import main
+from mlkaps_gpu.cli._main import main
 
 GOOD = """\
 [kernel]

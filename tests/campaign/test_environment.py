@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from mlkaps_gpu.campaign._cli import main
 from mlkaps_gpu.campaign._environment import (
     capture_environment,
     environment_differences,
     summary_line,
 )
+from mlkaps_gpu.cli._main import main
 
 from .conftest import write_config
 

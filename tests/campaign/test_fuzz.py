@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mlkaps_gpu.campaign import ConfigError, parse_config
-from mlkaps_gpu.campaign._fuzz import random_config, random_constraint
 from mlkaps_gpu.campaign._setup import prepare
 from mlkaps_gpu.space import ConstraintError, Parameter, parse_constraint
+from mlkaps_gpu.testing._fuzz import random_config, random_constraint
 
 PARAMETERS = {
     "n": Parameter("n", "int", low=1, high=1024),

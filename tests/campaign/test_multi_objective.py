@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from mlkaps_gpu.campaign import Campaign
-from mlkaps_gpu.campaign._cli import main
+from mlkaps_gpu.cli._main import main
 
 from .conftest import BASE_CONFIG, TWO_OBJECTIVE_MODULE
 

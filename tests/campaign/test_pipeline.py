@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from mlkaps_gpu.campaign import Campaign, load_config
-from mlkaps_gpu.campaign._cli import main
+from mlkaps_gpu.cli._main import main
 
 from .conftest import write_config
 
@@ -112,7 +112,7 @@ def test_sigkill_during_sampling_loses_and_duplicates_nothing(
     command = [
         sys.executable,
         "-m",
-        "mlkaps_gpu.campaign._cli",
+        "mlkaps_gpu.cli._main",
         "--quiet",
         "tune",
         str(config),

@@ -23,7 +23,7 @@ def _command(config: Path, out: Path) -> list[str]:
     return [
         sys.executable,
         "-m",
-        "mlkaps_gpu.campaign._cli",
+        "mlkaps_gpu.cli._main",
         "--quiet",
         "tune",
         str(config),

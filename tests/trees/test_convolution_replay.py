@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mlkaps_gpu.trees import boundary_inputs, constraint_violations, fit_selector, verify_header
+from mlkaps_gpu.codegen import boundary_inputs, render_header, verify_header
+from mlkaps_gpu.trees import constraint_violations, fit_selector
 
 SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
 if str(SCRIPTS) not in sys.path:
@@ -43,7 +44,7 @@ def test_no_invalid_configuration_for_any_gpu(convolution, mode: str) -> None:
 def test_convolution_header_equals_select(convolution, tmp_path: Path) -> None:
     space = convolution.space
     fitted = fit_selector(convolution.optima, space, convolution.cost, max_depth=2)
-    header = fitted.selector.to_c("convolution")
+    header = render_header(fitted.selector, "convolution")
     assert "convolution_pymod(" in header  # 'block_size_x % 32' compiled to C
     table = boundary_inputs(fitted.selector, 2000, np.random.default_rng(0))
     report = verify_header(fitted.selector, header, table, prefix="convolution", workdir=tmp_path)

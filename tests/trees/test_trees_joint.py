@@ -9,18 +9,21 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from mlkaps_gpu.codegen import (
+    boundary_inputs,
+    compile_check,
+    example_call,
+    render_header,
+    verify_header,
+)
 from mlkaps_gpu.space import Parameter, Space
 from mlkaps_gpu.trees import (
     JointSelector,
     PerParameterSelector,
     RegretOracle,
     TreeStructure,
-    boundary_inputs,
-    compile_check,
     constraint_violations,
-    example_call,
     predicted_regret,
-    verify_header,
 )
 from mlkaps_gpu.trees._regions import largest_at_most, leaf_boxes, probe_values
 from mlkaps_gpu.trees._regret_tree import grow_regret_tree, merge_equal_leaves
@@ -114,13 +117,15 @@ def test_joint_fit_is_deterministic(
     again = JointSelector(max_depth=6).fit(
         constrained.optima, space.inputs, space.design, space=space, score=constrained.score
     )
-    assert again.to_c("j", provenance={"k": "v"}) == joint_selector.to_c("j", provenance={"k": "v"})
+    assert render_header(again, "j", provenance={"k": "v"}) == render_header(
+        joint_selector, "j", provenance={"k": "v"}
+    )
 
 
 @pytest.mark.compiler
 def test_joint_header_equals_select(joint_selector: JointSelector, tmp_path: Path) -> None:
     table = boundary_inputs(joint_selector, 20_000, np.random.default_rng(5))
-    header = joint_selector.to_c("joint")
+    header = render_header(joint_selector, "joint")
     assert "joint_tree_select(" in header and "joint_joint_leaf(" in header
     report = verify_header(joint_selector, header, table, prefix="joint", workdir=tmp_path)
     assert report.ok, str(report)

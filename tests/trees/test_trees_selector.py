@@ -9,8 +9,9 @@ import pandas as pd
 import pytest
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
+from mlkaps_gpu.codegen import boundary_inputs
 from mlkaps_gpu.space._parameters import Parameter
-from mlkaps_gpu.trees import PerParameterSelector, TreeStructure, boundary_inputs
+from mlkaps_gpu.trees import PerParameterSelector, TreeStructure
 
 
 def sklearn_answer(selector: PerParameterSelector, table: pd.DataFrame) -> dict[str, np.ndarray]:

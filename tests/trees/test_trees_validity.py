@@ -14,21 +14,19 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mlkaps_gpu.space import Parameter, Space
-from mlkaps_gpu.trees import (
+from mlkaps_gpu.codegen import (
     NamePlan,
-    PerParameterSelector,
-    Validity,
     boundary_inputs,
     compile_check,
-    constraint_violations,
     example_call,
     render_header,
-    tool_versions,
+    render_model_header,
     verify_header,
 )
+from mlkaps_gpu.codegen._verify_validity import verify_is_valid
+from mlkaps_gpu.space import Parameter, Space
+from mlkaps_gpu.trees import PerParameterSelector, Validity, constraint_violations, tool_versions
 from mlkaps_gpu.trees._validity import clamp_column
-from mlkaps_gpu.trees._verify_validity import verify_is_valid
 
 STRICT_C = ["gcc", "-std=c99", "-Wall", "-Wextra", "-pedantic", "-Werror"]
 
@@ -115,7 +113,7 @@ def test_compiled_select_equals_predict_with_fallback(
     model = checked_selector.model_
     fell_back = (model.select_codes(table) != model.select_codes(table, fallback=False)).any(1)
     assert fell_back.sum() > 100, "the inputs should exercise the fallback"
-    header = checked_selector.to_c("chk")
+    header = render_header(checked_selector, "chk")
     report = verify_header(checked_selector, header, table, prefix="chk", workdir=tmp_path)
     assert report.ok, str(report)
 
@@ -136,7 +134,7 @@ def test_compiled_candidate_list_fallback(constrained: SimpleNamespace, tmp_path
         search_limit=10,
     )
     listed = dataclasses.replace(model, validity=validity)
-    header = render_header(listed, prefix="lst", versions=tool_versions())
+    header = render_model_header(listed, prefix="lst", versions=tool_versions())
     assert "lst_block_candidate(int k)" in header
     table = boundary_inputs(listed, 5000, np.random.default_rng(2))
     report = verify_header(listed, header, table, prefix="lst", workdir=tmp_path)
@@ -164,7 +162,7 @@ def test_compiled_is_valid_equals_space_is_valid(
     rng = np.random.default_rng(3)
     inputs = boundary_inputs(checked_selector, 20_000, rng)  # NaN, inf, huge ints included
     table = random_configurations(space, inputs, rng)
-    header = checked_selector.to_c("chk")
+    header = render_header(checked_selector, "chk")
     expected = space.is_valid(table)
     assert 0.1 < expected.mean() < 0.9
     got = verify_is_valid(checked_selector, header, table, prefix="chk", workdir=tmp_path)
@@ -201,7 +199,7 @@ def test_compiled_is_valid_on_convolution_like_constraints(tmp_path: Path) -> No
     selector = PerParameterSelector(max_depth=4).fit(
         optima, space.inputs, space.design, space=space
     )
-    header = selector.to_c("conv")
+    header = render_header(selector, "conv")
     inputs = space.sample_inputs(30_000, rng)
     table = random_configurations(space, inputs, rng)
     expected = space.is_valid(table)
@@ -224,7 +222,7 @@ def test_compiled_is_valid_on_convolution_like_constraints(tmp_path: Path) -> No
 def test_validity_header_compiles_strictly(
     checked_selector: PerParameterSelector, command: list[str], suffix: str, tmp_path: Path
 ) -> None:
-    header = checked_selector.to_c("chk")
+    header = render_header(checked_selector, "chk")
     assert "#include <math.h>" in header and "chk_pymod(" in header
     body = example_call(checked_selector.model_, "chk")
     assert compile_check(header, command, suffix=suffix, body=body, workdir=tmp_path) == ""
@@ -237,7 +235,9 @@ def test_validity_header_compiles_with_nvcc(
 ) -> None:
     body = example_call(checked_selector.model_, "chk", cuda=True)
     command = ["nvcc", "-std=c++17", "-Werror", "all-warnings", "-Xcompiler", "-Wall,-Wextra"]
-    compile_check(checked_selector.to_c("chk"), command, suffix=".cu", body=body, workdir=tmp_path)
+    compile_check(
+        render_header(checked_selector, "chk"), command, suffix=".cu", body=body, workdir=tmp_path
+    )
 
 
 @pytest.mark.compiler
@@ -245,7 +245,7 @@ def test_two_units_with_validity_link(
     checked_selector: PerParameterSelector, tmp_path: Path
 ) -> None:
     plan = NamePlan.build("chk", *_model_parameters(checked_selector))
-    (tmp_path / "selector.h").write_text(checked_selector.to_c("chk"), encoding="utf-8")
+    (tmp_path / "selector.h").write_text(render_header(checked_selector, "chk"), encoding="utf-8")
     call = "chk_select(n, (chk_gpu_t)gpu, density)"
     for unit in ("first", "second"):
         (tmp_path / f"{unit}.c").write_text(

@@ -1,0 +1,158 @@
+"""The ``mlkaps-gpu`` command line: one module of commands; errors are one line, exit status 2."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import logging
+import sys
+import tempfile
+import time
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from mlkaps_gpu import __version__
+from mlkaps_gpu.cli._progress import Progress
+
+EXIT_USAGE = 2
+#: Commands whose parser and implementation live in their own modules.
+_COMMAND_MODULES = {
+    "validate": "mlkaps_gpu.cli._validate",
+    "merge": "mlkaps_gpu.cli._merge",
+    "report": "mlkaps_gpu.cli._report",
+    "export": "mlkaps_gpu.cli._export",
+    "analyze": "mlkaps_gpu.cli._analyze",
+}
+log = logging.getLogger("mlkaps_gpu")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mlkaps-gpu",
+        description="Input-aware auto-tuning of HPC kernels, shipped as C / CUDA decision trees.",
+    )
+    parser.add_argument("--version", action="version", version=f"mlkaps-gpu {__version__}")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress bars or summary")
+    parser.add_argument(
+        "--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"]
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    tune = commands.add_parser("tune", help="run (or resume) a campaign from a TOML config")
+    tune.add_argument("config", type=Path)
+    tune.add_argument("--out", type=Path, required=True, help="campaign directory")
+    tune.add_argument("--force", action="store_true", help="resume even if the config changed")
+    select = commands.add_parser(
+        "select", help="the configuration the compiled header selects for given inputs"
+    )
+    select.add_argument("directory", type=Path)
+    select.add_argument("assignments", nargs="*", metavar="name=value")
+    demo = commands.add_parser("demo", help="tune the built-in example end to end")
+    demo.add_argument("--out", type=Path, default=Path("mlkaps-demo"))
+    demo.add_argument("--budget", type=int, default=None, help="override the demo budget")
+    for module_name in _COMMAND_MODULES.values():
+        importlib.import_module(module_name).add_parser(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=getattr(logging, args.log_level), format="%(levelname)s %(message)s")
+    from mlkaps_gpu.campaign._campaign import CampaignError
+    from mlkaps_gpu.campaign._config import ConfigError
+    from mlkaps_gpu.space import SpaceError
+
+    try:
+        if args.command == "tune":
+            return _tune(args)
+        if args.command == "select":
+            return _select(args)
+        if args.command == "demo":
+            return _demo(args)
+        if args.command in _COMMAND_MODULES:
+            return int(importlib.import_module(_COMMAND_MODULES[args.command]).run(args))
+    except (ConfigError, CampaignError, SpaceError) as error:
+        print(f"mlkaps-gpu: error: {_one_line(error)}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("mlkaps-gpu: interrupted; run the same command again to resume", file=sys.stderr)
+        return 130
+    parser.error(f"unknown command {args.command}")
+    return EXIT_USAGE
+
+
+def _one_line(error: BaseException) -> str:
+    return " ".join(str(error).split())
+
+
+def _run_campaign(config: Any, out: Path, *, force: bool, quiet: bool) -> int:
+    from mlkaps_gpu.campaign._campaign import Campaign
+
+    campaign = Campaign.create_or_resume(config, out, force=force)
+    progress = Progress(quiet)
+    started = time.perf_counter()
+    try:
+        summary = campaign.run(progress)
+    finally:
+        progress.close()
+    if not quiet:
+        for stage, details in summary.items():
+            print(f"{stage}: {json.dumps(details)}")
+        print(
+            f"campaign '{config.name}' done in {time.perf_counter() - started:.1f} s: "
+            f"header {campaign.header_path}"
+        )
+    return 0
+
+
+def _tune(args: argparse.Namespace) -> int:
+    from mlkaps_gpu.campaign._config import load_config
+
+    config = load_config(args.config)
+    return _run_campaign(config, args.out, force=args.force, quiet=args.quiet)
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from mlkaps_gpu.campaign._config import parse_config
+    from mlkaps_gpu.cli._demo import DEMO_CONFIG
+
+    text = DEMO_CONFIG
+    if args.budget is not None:
+        if args.budget < 1:
+            from mlkaps_gpu.campaign._config import ConfigError
+
+            raise ConfigError(f"--budget: must be positive, got {args.budget}")
+        text = text.replace("budget = 240", f"budget = {args.budget}")
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "demo.toml"
+        path.write_text(text, encoding="utf-8")
+        config = parse_config(text, path=path, label="demo.toml")
+    if not args.quiet:
+        print(f"demo: tuning a blocked NumPy matrix product into {args.out}/")
+    code = _run_campaign(config, args.out, force=False, quiet=args.quiet)
+    if code == 0 and not args.quiet:
+        from mlkaps_gpu.cli._select import select_with_header
+
+        for n in (48, 200, 500):
+            answer = select_with_header(args.out, {"n": str(n)})
+            print(f"select n={n}: {json.dumps(answer)}")
+    return code
+
+
+def _select(args: argparse.Namespace) -> int:
+    from mlkaps_gpu.cli._select import parse_assignments, select_with_header
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        answer = select_with_header(args.directory, parse_assignments(args.assignments))
+    for warning in caught:
+        print(f"mlkaps-gpu: warning: {_one_line(Exception(warning.message))}", file=sys.stderr)
+    print(json.dumps(answer))
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,96 @@
+"""A generated header compiled through cffi and callable from Python, cached on disk.
+
+Used by ``mlkaps-gpu select`` so that answers come from the compiled header itself (what a
+library embedding it would get), not from the Python trees. The module is keyed by a hash of the
+header and wrapper source; a second call finds the built module in ``build_dir`` and only imports
+it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+import cffi
+import numpy as np
+import pandas as pd
+
+from mlkaps_gpu.codegen._names import NamePlan
+from mlkaps_gpu.codegen._verify import (
+    _C_ARRAY_TYPES,
+    _NUMPY_TYPES,
+    _input_array,
+    _model_of,
+    _wrapper_source,
+)
+from mlkaps_gpu.trees._model import DecisionModel
+from mlkaps_gpu.trees._selector import Selector
+
+
+class CompiledHeader:
+    """Call a generated header's ``<prefix>_select`` on a table of inputs.
+
+    Args:
+        selector: the fitted selector (or decision model) the header was generated from; it
+            gives the parameter types, not the answers.
+        header: the header text.
+        prefix: the prefix the header was generated with.
+        build_dir: where the compiled module is kept between calls.
+    """
+
+    def __init__(
+        self, selector: Selector | DecisionModel, header: str, *, prefix: str, build_dir: Path
+    ) -> None:
+        self.model = _model_of(selector)
+        plan = NamePlan.build(prefix, self.model.inputs, self.model.design, self.model.tree_names)
+        taken = set(plan.all_file_scope())
+        self.function = f"{prefix}_python_batch"
+        while self.function in taken:
+            self.function += "_"
+        declaration, definition = _wrapper_source(self.model, plan, self.function)
+        source = header + "\n" + definition + "\n"
+        digest = hashlib.sha256(source.encode("utf-8")).hexdigest()[:16]
+        name = f"_mlkaps_header_{digest}"
+        build_dir = Path(build_dir)
+        build_dir.mkdir(parents=True, exist_ok=True)
+        built = sorted(build_dir.glob(f"{name}.*.so")) + sorted(build_dir.glob(f"{name}.so"))
+        if built:
+            path = str(built[0])
+        else:
+            ffi = cffi.FFI()
+            ffi.cdef(declaration)
+            ffi.set_source(name, source)
+            path = ffi.compile(tmpdir=str(build_dir), verbose=False)
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise RuntimeError(f"cannot import the compiled header module {path}")
+        self.module: Any = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(self.module)
+
+    def __call__(self, inputs_table: pd.DataFrame) -> pd.DataFrame:
+        """The header's configuration for every row (one column per design parameter)."""
+        model = self.model
+        n_rows = len(inputs_table)
+        ffi = self.module.ffi
+        inputs = [np.ascontiguousarray(_input_array(p, inputs_table[p.name])) for p in model.inputs]
+        outputs = [np.zeros(n_rows, dtype=_NUMPY_TYPES[p.kind]) for p in model.design]
+        buffers = [
+            ffi.from_buffer(f"{_C_ARRAY_TYPES[p.kind]}[]", array)
+            for p, array in zip(model.inputs, inputs, strict=True)
+        ]
+        out_buffers = [
+            ffi.from_buffer(f"{_C_ARRAY_TYPES[p.kind]}[]", array, require_writable=True)
+            for p, array in zip(model.design, outputs, strict=True)
+        ]
+        getattr(self.module.lib, self.function)(n_rows, *buffers, *out_buffers)
+        columns: dict[str, Any] = {}
+        for parameter, produced in zip(model.design, outputs, strict=True):
+            if parameter.kind == "categorical":
+                columns[parameter.name] = parameter.domain_values()[produced].astype(object)
+            elif parameter.kind == "bool":
+                columns[parameter.name] = produced != 0
+            else:
+                columns[parameter.name] = produced
+        return pd.DataFrame(columns)

@@ -1,0 +1,142 @@
+"""``mlkaps-gpu export``: two campaigns (architectures) in one header, each answering like its
+own campaign header, by name (cffi) and by compile-time macro (a compiled program)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mlkaps_gpu.campaign import Campaign
+from mlkaps_gpu.campaign._campaign import CampaignError
+from mlkaps_gpu.campaign._config import load_config
+from mlkaps_gpu.cli._export import add_parser, export_header, run
+from mlkaps_gpu.codegen import boundary_inputs, compile_check, target_macro
+from mlkaps_gpu.codegen._compiled import CompiledHeader
+from tests.codegen.test_multi_target import by_name, codes_of, finite_rows, program_answers
+
+from .conftest import write_config
+
+SHIFTED_KERNEL = '''
+import math
+
+def model(row):
+    """Like toy_kernel.model, but the best block is 4 sqrt(n) and 'slow' is faster."""
+    n, block, variant = row["n"], row["block"], row["variant"]
+    penalty = 0.3 if variant == "fast" else 0.0
+    return math.log(block / (4.0 * math.sqrt(n))) ** 2 + penalty + n / 1000.0
+'''
+STRICT_C = ["gcc", "-std=c99", "-Wall", "-Wextra", "-pedantic", "-Werror"]
+STRICT_CXX = ["g++", "-std=c++17", "-Wall", "-Wextra", "-pedantic", "-Werror"]
+
+
+def _tune(config: Path, out: Path) -> Campaign:
+    campaign = Campaign.create_or_resume(load_config(config), out)
+    campaign.run()
+    return campaign
+
+
+@pytest.fixture
+def toy_campaigns(kernel_path: Path, tmp_path: Path) -> list[Campaign]:
+    (kernel_path / "toy_shifted.py").write_text(SHIFTED_KERNEL)
+    first = write_config(kernel_path, budget=60, name="a.toml")
+    text = first.read_text().replace("verify_inputs = 2000", "verify_inputs = 200")
+    first.write_text(text)
+    second = kernel_path / "b.toml"
+    second.write_text(
+        text.replace("seed = 3", "seed = 11").replace("toy_kernel:model", "toy_shifted:model")
+    )
+    return [_tune(first, tmp_path / "camp_a"), _tune(second, tmp_path / "camp_b")]
+
+
+def _check_export(campaigns: list[Campaign], names: list[str], tmp_path: Path) -> None:
+    prefix = "multi"
+    out = tmp_path / "out" / "multi.h"
+    parser = argparse.ArgumentParser()
+    add_parser(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(
+        ["export", "--targets", *(str(c.directory) for c in campaigns), "--names", *names]
+        + ["--prefix", prefix, "--out", str(out)]
+    )
+    assert run(args) == 0
+    header = out.read_text()
+    for campaign in campaigns:
+        assert f"campaign: {campaign.config.name}" in header
+        assert "samples_sha256" in header
+    selectors = [c.load_selector() for c in campaigns]
+    model = selectors[0].model_
+    table = boundary_inputs(selectors[0], 300, np.random.default_rng(1))
+    build = tmp_path / "build"
+    own = [
+        CompiledHeader(s, c.header_path.read_text(), prefix=c.config.trees.prefix, build_dir=build)
+        for s, c in zip(selectors, campaigns, strict=True)
+    ]
+    answers = [compiled(table) for compiled in own]
+    assert not answers[0].equals(answers[1]), "the two campaigns should answer differently"
+    # (b) by name, through cffi, equals each campaign's own header; unknown: the default's
+    for name, expected in [*zip(names, answers, strict=True), ("nope", answers[0])]:
+        got = by_name(header, model, prefix, name, build)(table)
+        assert got.equals(expected), name
+    # (a) strict builds, with each macro and with none
+    for macro in [None, *names]:
+        flags = [f"-D{target_macro(macro)}"] if macro else []
+        compile_check(header, [*STRICT_C, *flags], workdir=tmp_path)
+        compile_check(header, [*STRICT_CXX, *flags], suffix=".cpp", workdir=tmp_path)
+        if shutil.which("nvcc"):
+            compile_check(header, ["nvcc", "-std=c++17", *flags], suffix=".cu", workdir=tmp_path)
+    # (c) the macro picks the target in a compiled program; unknown names return -1
+    rows = finite_rows(model, table, size=30)
+    for index, macro in [(0, None), *enumerate(names)]:
+        flags = [target_macro(macro)] if macro else []
+        folder = tmp_path / f"prog_{index}_{macro}"
+        folder.mkdir()
+        selected, statuses, fallback = program_answers(header, model, prefix, rows, folder, flags)
+        assert selected == codes_of(selectors[index], rows)
+        assert statuses == [-1] * len(rows)
+        assert fallback == codes_of(selectors[0], rows)
+
+
+@pytest.mark.compiler
+def test_export_toy_campaigns(toy_campaigns: list[Campaign], tmp_path: Path) -> None:
+    _check_export(toy_campaigns, ["fast", "shifted-B"], tmp_path)
+
+
+def test_export_refusals(toy_campaigns: list[Campaign], tmp_path: Path, kernel_path: Path) -> None:
+    directories = [c.directory for c in toy_campaigns]
+    with pytest.raises(CampaignError, match="1 name"):
+        export_header(directories, tmp_path / "x.h", names=["a"])
+    with pytest.raises(CampaignError, match="campaign and directory names repeat|MLKAPS"):
+        export_header(directories, tmp_path / "x.h", names=["a", "A"])
+    # default names: the campaign names repeat ('toy'), so the directory names are used
+    path = export_header(directories, tmp_path / "x.h", default="camp_b")
+    assert "MLKAPS_TARGET_CAMP_A" in path.read_text()
+    # a campaign with another input range is refused, naming the parameter and the campaign
+    wider = kernel_path / "wide.toml"
+    wider.write_text((kernel_path / "b.toml").read_text().replace("[16, 4096]", "[16, 8192]"))
+    other = _tune(wider, tmp_path / "camp_wide")
+    with pytest.raises(CampaignError, match=r"camp_wide.*input parameter 'n'"):
+        export_header([directories[0], other.directory], tmp_path / "y.h")
+
+
+REPLAY = Path(__file__).resolve().parents[2] / "experiments" / "configs" / "convolution_replay.toml"
+
+
+@pytest.mark.compiler
+@pytest.mark.skipif(not os.environ.get("MLKAPS_GPU_DATA"), reason="MLKAPS_GPU_DATA is not set")
+def test_export_replay_convolution(tmp_path: Path) -> None:
+    text = REPLAY.read_text()
+    text = text.replace("budget = 300", "budget = 40").replace(
+        "verify_inputs = 2000", "verify_inputs = 200"
+    )
+    campaigns = []
+    for gpu in ("A100", "W6600"):
+        config = tmp_path / f"{gpu}.toml"
+        config.write_text(
+            text.replace('method = "lhs"', f'method = "lhs"\nfixed = {{ gpu = "{gpu}" }}')
+        )
+        campaigns.append(_tune(config, tmp_path / gpu))
+    _check_export(campaigns, ["A100", "W6600"], tmp_path)

@@ -1,0 +1,117 @@
+"""``report``: one self-contained HTML page with an inline PNG per figure."""
+
+from __future__ import annotations
+
+import base64
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from mlkaps_gpu.campaign import Campaign
+from mlkaps_gpu.cli._main import main
+from mlkaps_gpu.validation import _report
+from mlkaps_gpu.validation._expert import FixedConfiguration
+from mlkaps_gpu.validation._merge import merge, write_merge
+from mlkaps_gpu.validation._validate import validate, write_validation
+
+from .test_validate import REFERENCE, kernel_on_path, make_campaign
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def stub_rendering(patch: pytest.MonkeyPatch) -> None:
+    """Figures are built but not rendered (rendering is tested where it matters)."""
+    from mlkaps_gpu.analysis import _plots
+
+    def header_only(figure: object) -> bytes:
+        _plots._pyplot().close(figure)
+        return PNG + b"stub"
+
+    patch.setattr(_plots, "_png", header_only)
+
+
+@pytest.fixture
+def quick_png(monkeypatch: pytest.MonkeyPatch) -> None:
+    stub_rendering(monkeypatch)
+
+
+@pytest.fixture(scope="module")
+def campaign(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Campaign]:
+    folder = tmp_path_factory.mktemp("report")
+    for _ in kernel_on_path(folder):
+        yield make_campaign(folder, budget=60)
+
+
+def images(text: str) -> list[bytes]:
+    sources = re.findall(r'<img alt="[^"]*" src="data:image/png;base64,([^"]+)">', text)
+    return [base64.b64decode(source) for source in sources]
+
+
+def test_report_of_a_tuned_campaign_has_an_inline_png_per_figure(
+    campaign: Campaign, quick_png: None
+) -> None:
+    text, figures = _report.build_report(campaign.directory, folds=2)
+    assert text.startswith("<!DOCTYPE html>") and text.rstrip().endswith("</html>")
+    pictures = images(text)
+    assert len(pictures) == text.count("<img") == len(figures) == 4
+    assert all(picture.startswith(PNG) for picture in pictures)
+    for section in ("Configuration", "Samples over time", "Surrogate accuracy", "Optimum maps"):
+        assert f"<h2>{section}</h2>" in text
+    assert "MAPE (%)" in text and "<h2>Validation</h2>" not in text
+    # the header in a collapsible block, escaped
+    assert "<details><summary>toy.h (" in text and "toy_select" in text
+    assert "#include &lt;" in text or "#ifndef" in text
+    assert 'src="http' not in text and "<script" not in text  # self-contained
+
+
+def test_report_shows_validation_and_merge_figures(campaign: Campaign, tmp_path: Path) -> None:
+    expert = FixedConfiguration(campaign.space, REFERENCE)
+    before = validate(campaign, expert, sizes={"n": 6}, repeats=4)
+    result = merge(campaign, expert, before=before)
+    with pytest.MonkeyPatch.context() as patch:
+        stub_rendering(patch)  # the validation / merge figures are rendered in their own tests
+        write_validation(before, campaign.directory / "validation", campaign.space)
+        write_merge(result, campaign.directory / "merge", campaign.space)
+
+    out = tmp_path / "report.html"
+    assert main(["report", str(campaign.directory), "--out", str(out), "--folds", "2"]) == 0
+    text = out.read_text(encoding="utf-8")
+    pictures = images(text)
+    # 4 campaign figures + validation (map, histogram) + merge before / after (2 each)
+    assert len(pictures) == text.count("<img") == 10
+    assert all(picture.startswith(PNG) for picture in pictures)
+    assert sum(len(picture) > 1000 for picture in pictures) == 4  # the report's own, rendered
+    for caption in (
+        "validation: speedup map",
+        "merge, before: speedup histogram",
+        "merge, after: speedup map",
+    ):
+        assert f'alt="{caption}"' in text
+    assert "<h2>Validation</h2>" in text and "<h2>Merge with the expert</h2>" in text
+    assert "toy_merged.h (" in text and "before merge" in text and "after merge" in text
+
+
+def test_speedup_map_of_two_inputs_is_a_heat_map_centred_on_one() -> None:
+    import io
+
+    import matplotlib.image
+    import numpy as np
+    import pandas as pd
+
+    from mlkaps_gpu.analysis._plots import speedup_map
+
+    m, n = np.meshgrid([64, 128, 256, 512], [64, 128, 256, 512], indexing="ij")
+    speedup = np.where(m > n, 2.0, np.where(m < n, 0.5, 1.0)).ravel()
+    points = pd.DataFrame({"m": m.ravel(), "n": n.ravel(), "speedup": speedup})
+    points["verdict"] = np.where(speedup > 1, "progression", "neutral")
+    points.loc[points["speedup"] < 1, "verdict"] = "regression"
+    png = speedup_map(points, ["m", "n"], ["m", "n"], title="t", noise=0.05)
+    assert png is not None and png.startswith(PNG)
+    image = matplotlib.image.imread(io.BytesIO(png))
+    colours = image[..., :3].reshape(-1, 3)
+    # the diverging map: red (slowdown), blue (speedup) and white (1.0) cells all appear
+    assert np.any((colours[:, 0] > 0.6) & (colours[:, 2] < 0.3))
+    assert np.any((colours[:, 2] > 0.5) & (colours[:, 0] < 0.3))
+    assert np.any(np.all(colours > 0.95, axis=1))
