@@ -1,6 +1,13 @@
 """Offline analyses on exhaustive data: comparing optimization algorithms (``methodology``) and
 search-space difficulty (``difficulty``); figures in ``plots`` (matplotlib loaded lazily)."""
 
+from mlkaps_gpu.analysis._plots import (
+    depth_sweep,
+    optimum_maps,
+    predicted_vs_measured,
+    samples_over_time,
+    speedup_figures,
+)
 from mlkaps_gpu.analysis.difficulty import (
     DEFAULT_PERCENTAGES,
     NEIGHBOURHOODS,
@@ -23,6 +30,11 @@ from mlkaps_gpu.analysis.methodology import (
 )
 
 __all__ = [
+    "depth_sweep",
+    "optimum_maps",
+    "predicted_vs_measured",
+    "samples_over_time",
+    "speedup_figures",
     "DEFAULT_PERCENTAGES",
     "NEIGHBOURHOODS",
     "Curves",

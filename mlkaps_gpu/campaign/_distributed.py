@@ -36,8 +36,7 @@ import pandas as pd
 from mlkaps_gpu.campaign._config import CampaignConfig, ConfigError, ExecutionConfig
 from mlkaps_gpu.campaign._setup import prepare
 from mlkaps_gpu.campaign._store import SampleStore
-from mlkaps_gpu.executors import Executor
-from mlkaps_gpu.executors._dask import DaskExecutor
+from mlkaps_gpu.executors import DaskExecutor, Executor
 from mlkaps_gpu.sampling import LHSSampler, RandomSampler, Sampler
 
 if TYPE_CHECKING:

@@ -15,9 +15,8 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from mlkaps_gpu.campaign._campaign import Campaign, CampaignError
-from mlkaps_gpu.campaign._environment import summary_line
-from mlkaps_gpu.codegen._multi import MultiTargetError, Target, render_multi_header, target_macro
+from mlkaps_gpu.campaign import Campaign, CampaignError, summary_line
+from mlkaps_gpu.codegen import MultiTargetError, Target, render_multi_header, target_macro
 
 log = logging.getLogger("mlkaps_gpu")
 

@@ -61,8 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=getattr(logging, args.log_level), format="%(levelname)s %(message)s")
-    from mlkaps_gpu.campaign._campaign import CampaignError
-    from mlkaps_gpu.campaign._config import ConfigError
+    from mlkaps_gpu.campaign import CampaignError, ConfigError
     from mlkaps_gpu.space import SpaceError
 
     try:
@@ -89,7 +88,7 @@ def _one_line(error: BaseException) -> str:
 
 
 def _run_campaign(config: Any, out: Path, *, force: bool, quiet: bool) -> int:
-    from mlkaps_gpu.campaign._campaign import Campaign
+    from mlkaps_gpu.campaign import Campaign
 
     campaign = Campaign.create_or_resume(config, out, force=force)
     progress = Progress(quiet)
@@ -109,20 +108,20 @@ def _run_campaign(config: Any, out: Path, *, force: bool, quiet: bool) -> int:
 
 
 def _tune(args: argparse.Namespace) -> int:
-    from mlkaps_gpu.campaign._config import load_config
+    from mlkaps_gpu.campaign import load_config
 
     config = load_config(args.config)
     return _run_campaign(config, args.out, force=args.force, quiet=args.quiet)
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from mlkaps_gpu.campaign._config import parse_config
+    from mlkaps_gpu.campaign import parse_config
     from mlkaps_gpu.cli._demo import DEMO_CONFIG
 
     text = DEMO_CONFIG
     if args.budget is not None:
         if args.budget < 1:
-            from mlkaps_gpu.campaign._config import ConfigError
+            from mlkaps_gpu.campaign import ConfigError
 
             raise ConfigError(f"--budget: must be positive, got {args.budget}")
         text = text.replace("budget = 240", f"budget = {args.budget}")

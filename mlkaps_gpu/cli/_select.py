@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 
 from mlkaps_gpu.campaign import Campaign, CampaignError, EnvironmentMismatchWarning
-from mlkaps_gpu.codegen._compiled import CompiledHeader
+from mlkaps_gpu.codegen import CompiledHeader
 from mlkaps_gpu.space import parse_value
 
 

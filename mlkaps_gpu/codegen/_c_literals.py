@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from mlkaps_gpu.codegen._names import InputNames, OutputNames
-from mlkaps_gpu.space._parameters import Parameter
+from mlkaps_gpu.space import Parameter
 
 INDENT = "    "
 _C_TYPES = {"int": "long long", "float": "double", "bool": "int"}

@@ -28,7 +28,7 @@ from mlkaps_gpu.codegen._c_literals import (
 from mlkaps_gpu.codegen._codegen_table import emit_table_leaf_function, table_layout
 from mlkaps_gpu.codegen._codegen_validity import ValidityWriter
 from mlkaps_gpu.codegen._names import InputNames, NamePlan, OutputNames
-from mlkaps_gpu.space._parameters import Parameter
+from mlkaps_gpu.space import Parameter
 from mlkaps_gpu.trees import FLOAT32_MAX, DecisionModel, Selector, TreeStructure, tool_versions
 
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from mlkaps_gpu.codegen._c_literals import INDENT, double_literal
-from mlkaps_gpu.trees._model import FLOAT32_MAX, TreeStructure
+from mlkaps_gpu.trees import FLOAT32_MAX, TreeStructure
 
 #: Largest table (cells) emitted; larger trees keep the nested ``if`` form only.
 TABLE_LIMIT = 4096

@@ -30,9 +30,8 @@ from mlkaps_gpu.codegen._c_literals import (
     value_literal,
 )
 from mlkaps_gpu.codegen._names import InputNames, NamePlan, unique_name
-from mlkaps_gpu.space._parameters import Parameter
-from mlkaps_gpu.trees._model import DecisionModel
-from mlkaps_gpu.trees._validity import Validity, clamp_bounds
+from mlkaps_gpu.space import Parameter
+from mlkaps_gpu.trees import DecisionModel, Validity, clamp_bounds
 
 _MATH_FUNCTIONS = re.compile(r"\b(floor|pow|fabs)\(")
 

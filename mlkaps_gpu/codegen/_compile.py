@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from mlkaps_gpu.codegen._names import NamePlan
-from mlkaps_gpu.trees._model import DecisionModel
+from mlkaps_gpu.trees import DecisionModel
 
 HEADER_NAME = "selector.h"
 

@@ -25,8 +25,7 @@ from mlkaps_gpu.codegen._verify import (
     _model_of,
     _wrapper_source,
 )
-from mlkaps_gpu.trees._model import DecisionModel
-from mlkaps_gpu.trees._selector import Selector
+from mlkaps_gpu.trees import DecisionModel, Selector
 
 
 class CompiledHeader:

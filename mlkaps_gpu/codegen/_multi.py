@@ -33,9 +33,8 @@ from mlkaps_gpu.codegen._names import (
     unique_name,
     validate_prefix,
 )
-from mlkaps_gpu.space._parameters import Parameter
-from mlkaps_gpu.trees._model import DecisionModel
-from mlkaps_gpu.trees._selector import Selector, tool_versions
+from mlkaps_gpu.space import Parameter
+from mlkaps_gpu.trees import DecisionModel, Selector, tool_versions
 
 MACRO_PREFIX = "MLKAPS_TARGET_"
 

@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from mlkaps_gpu.space._parameters import Parameter
+from mlkaps_gpu.space import Parameter
 
 _PREFIX_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _NOT_IDENTIFIER_CHAR = re.compile(r"[^A-Za-z0-9_]")

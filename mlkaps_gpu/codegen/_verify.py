@@ -22,9 +22,8 @@ import numpy as np
 import pandas as pd
 
 from mlkaps_gpu.codegen._names import NamePlan
-from mlkaps_gpu.space._parameters import Parameter
-from mlkaps_gpu.trees._model import FLOAT32_MAX, DecisionModel
-from mlkaps_gpu.trees._selector import Selector
+from mlkaps_gpu.space import Parameter
+from mlkaps_gpu.trees import FLOAT32_MAX, DecisionModel, Selector
 
 C_ARRAY_TYPES = {"int": "long long", "float": "double", "bool": "int", "categorical": "int"}
 NUMPY_TYPES = {"int": np.int64, "float": np.float64, "bool": np.intc, "categorical": np.intc}

@@ -12,8 +12,7 @@ import pandas as pd
 
 from mlkaps_gpu.codegen._names import NamePlan
 from mlkaps_gpu.codegen._verify import C_ARRAY_TYPES, _input_array, _load_module, _model_of
-from mlkaps_gpu.trees._model import DecisionModel
-from mlkaps_gpu.trees._selector import Selector
+from mlkaps_gpu.trees import DecisionModel, Selector
 
 
 def _design_array(kind: str, parameter_codes: np.ndarray, column: pd.Series) -> np.ndarray:

@@ -16,6 +16,7 @@ from mlkaps_gpu.executors._base import (
 from mlkaps_gpu.executors._cffi import CffiExecutor, default_cache_dir
 from mlkaps_gpu.executors._command import CommandExecutor
 from mlkaps_gpu.executors._cupy import CupyExecutor, cupy_available
+from mlkaps_gpu.executors._dask import DaskExecutor
 from mlkaps_gpu.executors._kernel_tuner_cache import KernelTunerCache, load_kernel_tuner_cache
 from mlkaps_gpu.executors._python import PythonExecutor
 from mlkaps_gpu.executors._replay import ReplayExecutor
@@ -30,6 +31,7 @@ from mlkaps_gpu.executors._timing import (
 from mlkaps_gpu.executors._worker_api import Design, KernelCall
 
 __all__ = [
+    "DaskExecutor",
     "CffiExecutor",
     "CommandExecutor",
     "CupyExecutor",

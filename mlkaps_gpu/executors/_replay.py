@@ -27,7 +27,7 @@ from mlkaps_gpu.executors._replay_data import (
     normalise_values,
     value_kind,
 )
-from mlkaps_gpu.space._parameters import Parameter
+from mlkaps_gpu.space import Parameter
 
 #: Message of a result whose configuration the replay data does not contain.
 NOT_IN_DATA = "configuration not in the replay data"

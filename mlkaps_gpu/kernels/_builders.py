@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ..executors._worker_api import Design, KernelCall
+from mlkaps_gpu.executors import Design, KernelCall
 
 #: Code passed to ``lu``'s ``variant`` argument for each panel variant.
 PANEL_CODES: dict[str, int] = {"unblocked": 0, "recursive": 1}

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ..executors._worker_api import Design, KernelCall
+from mlkaps_gpu.executors import Design, KernelCall
 
 FAULTY_ENTRY = "double faulty(int n, double *x, int mode, int expect)"
 

@@ -13,8 +13,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ..executors._base import Executor, ExecutorError
-from ..space._parameters import Parameter
+from mlkaps_gpu.executors import Executor, ExecutorError
+from mlkaps_gpu.space import Parameter
+
 from . import _builders as b
 
 
@@ -80,11 +81,11 @@ class BuiltinKernel:
         ``timeout_s``, ``cache_dir``, ``env`` ...) and may override the defaults."""
         settings = {**self.executor_options, **options}
         if self.language == "c":
-            from ..executors._cffi import CffiExecutor
+            from mlkaps_gpu.executors import CffiExecutor
 
             return CffiExecutor(self.source_path, self.entry, **settings)
         if self.language == "cuda":
-            from ..executors._cupy import CupyExecutor
+            from mlkaps_gpu.executors import CupyExecutor
 
             return CupyExecutor(self.source_path, self.entry, **settings)
         raise ExecutorError(f"kernel {self.name}: unknown language {self.language!r}")

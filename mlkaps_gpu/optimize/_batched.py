@@ -33,8 +33,7 @@ from pymoo.operators.mutation.pm import PM
 from pymoo.operators.survival.rank_and_crowding.metrics import get_crowding_function
 from pymoo.util.nds.non_dominated_sorting import NonDominatedSorting
 
-from mlkaps_gpu.space import Space
-from mlkaps_gpu.space._space import nearest_codes
+from mlkaps_gpu.space import Space, nearest_codes
 
 Predict = Callable[[np.ndarray], np.ndarray]
 

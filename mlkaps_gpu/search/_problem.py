@@ -24,8 +24,7 @@ from mlkaps_gpu.search._objectives import (
     input_table,
     radix,
 )
-from mlkaps_gpu.space import Space
-from mlkaps_gpu.space._space import nearest_codes
+from mlkaps_gpu.space import Space, nearest_codes
 
 NeighbourKind = Literal["strictly_adjacent", "adjacent", "Hamming"]
 #: Fitness of a failed or invalid configuration (a static penalty: worse than any value).

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from mlkaps_gpu.space import Parameter, Space
-from mlkaps_gpu.surrogate._gaussian_process import Acquisition, propose
+from mlkaps_gpu.surrogate import Acquisition, propose
 
 
 def unit_features(space: Space, table: pd.DataFrame) -> np.ndarray:

@@ -2,8 +2,10 @@
 that the Bayesian sampler and the Bayesian search strategy share."""
 
 from mlkaps_gpu.surrogate._base import Surrogate
+from mlkaps_gpu.surrogate._ensemble import DEFAULT_MEMBERS, BootstrapEnsemble
 from mlkaps_gpu.surrogate._gaussian_process import (
     ACQUISITIONS,
+    Acquisition,
     CandidateGaussianProcess,
     acquisition_values,
     propose,
@@ -12,8 +14,10 @@ from mlkaps_gpu.surrogate._gaussian_process import (
 from mlkaps_gpu.surrogate._lightgbm import DEFAULT_PARAMS, LightGBMSurrogate, accuracy
 
 __all__ = [
+    "Acquisition",
     "ACQUISITIONS",
     "DEFAULT_PARAMS",
+    "BootstrapEnsemble",
     "CandidateGaussianProcess",
     "LightGBMSurrogate",
     "Surrogate",

@@ -24,9 +24,10 @@ from mlkaps_gpu.trees._joint import JointSelector
 from mlkaps_gpu.trees._model import FLOAT32_MAX, DecisionModel, LeafOutput, TreeStructure
 from mlkaps_gpu.trees._regret import RegretOracle, RegretSummary, Score, relative_regret
 from mlkaps_gpu.trees._selector import PerParameterSelector, Selector, tool_versions
-from mlkaps_gpu.trees._validity import Validity
+from mlkaps_gpu.trees._validity import Validity, clamp_bounds
 
 __all__ = [
+    "clamp_bounds",
     "DEFAULT_DEPTHS",
     "DEFAULT_TOLERANCE",
     "FLOAT32_MAX",

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from mlkaps_gpu.space._space import Space
+from mlkaps_gpu.space import Space
 from mlkaps_gpu.trees._diagnostics import predicted_regret
 from mlkaps_gpu.trees._joint import JointSelector
 from mlkaps_gpu.trees._regret import RegretOracle, Score

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from mlkaps_gpu.space._space import Space
+from mlkaps_gpu.space import Space
 from mlkaps_gpu.trees._model import DecisionModel
 from mlkaps_gpu.trees._regret import RegretOracle, RegretSummary, summarize
 from mlkaps_gpu.trees._selector import Selector

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mlkaps_gpu.space._parameters import Parameter
+from mlkaps_gpu.space import Parameter
 from mlkaps_gpu.trees._model import TreeStructure
 from mlkaps_gpu.trees._regions import region_probes
 from mlkaps_gpu.trees._regret import RegretOracle

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from mlkaps_gpu.space._parameters import Parameter
+from mlkaps_gpu.space import Parameter
 from mlkaps_gpu.trees._validity import Validity
 
 #: Largest finite float32, as a double.

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from mlkaps_gpu.space._parameters import Parameter
+from mlkaps_gpu.space import Parameter
 from mlkaps_gpu.trees._model import TreeStructure
 
 

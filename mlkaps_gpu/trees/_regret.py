@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from mlkaps_gpu.space._space import Space
+from mlkaps_gpu.space import Space
 
 Score = Callable[[pd.DataFrame], np.ndarray]
 

@@ -22,8 +22,7 @@ import numpy as np
 import pandas as pd
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
-from mlkaps_gpu.space._parameters import Parameter
-from mlkaps_gpu.space._space import Space
+from mlkaps_gpu.space import Parameter, Space
 from mlkaps_gpu.trees._model import DecisionModel, LeafOutput, TreeStructure, input_features
 from mlkaps_gpu.trees._regret import RegretOracle, Score
 from mlkaps_gpu.trees._validity import Validity

@@ -30,8 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from mlkaps_gpu.space._constraints import Constraint, parse_constraint
-from mlkaps_gpu.space._parameters import Parameter
+from mlkaps_gpu.space import Constraint, Parameter, parse_constraint
 
 #: Largest number of combinations of the constrained design parameters searched exhaustively.
 SEARCH_LIMIT = 1 << 16

@@ -28,8 +28,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from mlkaps_gpu.campaign._campaign import META, Campaign, CampaignError
-from mlkaps_gpu.codegen._compiled import CompiledHeader
+from mlkaps_gpu.campaign import META, Campaign, CampaignError
+from mlkaps_gpu.codegen import CompiledHeader
 from mlkaps_gpu.space import Parameter, Space, parse_value
 from mlkaps_gpu.trees import Selector
 

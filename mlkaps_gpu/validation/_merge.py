@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from mlkaps_gpu.campaign._campaign import Campaign, CampaignError, _atomic_write
+from mlkaps_gpu.campaign import Campaign, CampaignError, atomic_write
 from mlkaps_gpu.codegen import boundary_inputs, render_header, validate_prefix, verify_header
 from mlkaps_gpu.space import Space
 from mlkaps_gpu.trees import MODES, Selector, fit_selector, tree_size
@@ -172,8 +172,8 @@ def export_merged(
     if not report.ok:
         raise CampaignError(f"the merged header failed verification: {report}")
     path = campaign.directory / f"{prefix}.h"
-    _atomic_write(campaign.directory / "merged_selector.pkl", pickle.dumps(selector))
-    _atomic_write(path, header.encode())
+    atomic_write(campaign.directory / "merged_selector.pkl", pickle.dumps(selector))
+    atomic_write(path, header.encode())
     return path, prefix, {"verified_inputs": report.n_rows, "mismatches": report.n_mismatches}
 
 

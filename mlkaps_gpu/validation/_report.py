@@ -194,7 +194,7 @@ def _validation_rows(summary: Mapping[str, Any]) -> dict[str, Any]:
 
 def build_report(directory: str | Path, *, folds: int = DEFAULT_FOLDS) -> tuple[str, list[str]]:
     """The HTML text and the captions of its figures."""
-    from mlkaps_gpu.analysis import _plots
+    from mlkaps_gpu import analysis
     from mlkaps_gpu.campaign import Campaign
 
     campaign = Campaign.open(directory)
@@ -238,7 +238,7 @@ def build_report(directory: str | Path, *, folds: int = DEFAULT_FOLDS) -> tuple[
         counts.columns = [str(c) for c in counts.columns]
         page.table(counts)
         page.figure(
-            _plots.samples_over_time(table, objective, origins),
+            analysis.samples_over_time(table, objective, origins),
             "Objective of every stored sample in store order (left) and samples stored over "
             "wall time (right), by origin",
         )
@@ -253,7 +253,7 @@ def build_report(directory: str | Path, *, folds: int = DEFAULT_FOLDS) -> tuple[
         metrics, measured, predicted = accuracy
         page.table(metrics)
         page.figure(
-            _plots.predicted_vs_measured(measured, predicted, objective),
+            analysis.predicted_vs_measured(measured, predicted, objective),
             f"Out-of-fold predictions ({folds}-fold, the campaign's surrogate settings) against "
             "the measurements",
         )
@@ -268,7 +268,7 @@ def build_report(directory: str | Path, *, folds: int = DEFAULT_FOLDS) -> tuple[
             else f"{len(optima)} grid points."
         )
         page.figure(
-            _plots.optimum_maps(optima, campaign.space),
+            analysis.optimum_maps(optima, campaign.space),
             "Optimal value of each design parameter over the optimization grid",
         )
     else:
@@ -280,7 +280,7 @@ def build_report(directory: str | Path, *, folds: int = DEFAULT_FOLDS) -> tuple[
         verification = json.loads(verification_path.read_text())
         page.table({k: v for k, v in verification.items() if k != "depth_sweep"})
         page.figure(
-            _plots.depth_sweep(verification.get("depth_sweep", []), verification.get("depth")),
+            analysis.depth_sweep(verification.get("depth_sweep", []), verification.get("depth")),
             "Predicted regret and tree size against the depth limit (vertical line: chosen)",
         )
     if campaign.header_path.exists():
@@ -337,7 +337,7 @@ def _environment_line(environment: Mapping[str, Any]) -> str:
         return "not recorded"
     if environment.get("replay"):
         return "replayed data"
-    from mlkaps_gpu.campaign._environment import summary_line
+    from mlkaps_gpu.campaign import summary_line
 
     return summary_line(dict(environment))
 

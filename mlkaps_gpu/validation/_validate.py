@@ -59,8 +59,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from mlkaps_gpu.campaign import EnvironmentMismatchWarning
-from mlkaps_gpu.campaign._campaign import Campaign, CampaignError
+from mlkaps_gpu.campaign import Campaign, CampaignError, EnvironmentMismatchWarning
 from mlkaps_gpu.space import Parameter, Space
 from mlkaps_gpu.validation._expert import Reference, campaign_header
 
@@ -566,7 +565,7 @@ def reassess(
 
 def write_validation(validation: Validation, folder: Path, space: Space) -> list[Path]:
     """``summary.json``, ``points.csv``, ``measurements.csv`` and the figures into ``folder``."""
-    from mlkaps_gpu.analysis._plots import speedup_figures
+    from mlkaps_gpu.analysis import speedup_figures
 
     paths = validation.save(folder)
     paths += speedup_figures(validation.points, validation.summary, space, folder)
