@@ -25,6 +25,8 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 #: Timed runs per measurement unless a policy says otherwise (CPU kernels).
 DEFAULT_REPEATS = 5
 #: Untimed warm-up runs before the timed ones (CPU kernels).
@@ -127,34 +129,23 @@ def relative_iqr(times: Sequence[float]) -> float:
     return (quantile(data, 0.75) - quantile(data, 0.25)) / mid
 
 
-def _binom_half_cdf(k: int, n: int) -> float:
-    """P(B <= k) for B ~ Binomial(n, 1/2)."""
-    if k < 0:
-        return 0.0
-    if k >= n:
-        return 1.0
-    return math.fsum(math.comb(n, i) for i in range(k + 1)) / 2.0**n
-
-
 def median_ci_ranks(n: int, confidence: float = 0.95) -> tuple[int, int, float]:
     """Ranks (1-based) ``(j, n - j + 1)`` of the narrowest symmetric order-statistic interval
-    whose coverage of the median is at least ``confidence``, and that coverage.
+    whose coverage of the median is at least ``confidence``, and that coverage: the binomial
+    interval of the median (the count of runs below it is Binomial(n, 1/2), ``scipy.stats.binom``).
 
     When no interval reaches ``confidence`` (too few runs: fewer than 6 for 95 %), the widest
     one, ``(1, n)``, is returned with the coverage it does have.
     """
+    from scipy.stats import binom
+
     if n < 1:
         raise ValueError("need at least one run")
-    alpha = 1.0 - confidence
-    best = 1
-    for j in range(1, n // 2 + 2):
-        if j > n - j + 1:
-            break
-        if 2.0 * _binom_half_cdf(j - 1, n) <= alpha:
-            best = j
-        else:
-            break
-    coverage = 1.0 - 2.0 * _binom_half_cdf(best - 1, n) if n > 1 else 0.0
+    # coverage of (j, n - j + 1) is 1 - 2 P(B <= j - 1); the largest j that keeps it
+    lower_tails = binom.cdf(np.arange(0, (n + 1) // 2), n, 0.5)
+    admissible = np.flatnonzero(2.0 * lower_tails <= 1.0 - confidence)
+    best = int(admissible[-1]) + 1 if admissible.size else 1
+    coverage = 1.0 - 2.0 * float(binom.cdf(best - 1, n, 0.5)) if n > 1 else 0.0
     return best, n - best + 1, max(coverage, 0.0)
 
 

@@ -20,8 +20,8 @@ objective) of a measurement, each round gives the paired log ratio
 ``d = c_tuned - c_reference`` of two measurements taken back to back, so the drift between
 rounds (large on a shared machine) cancels. The speedup is ``exp(-median d)``, the median over
 the rounds of ``reference / tuned``. The tuned configuration is a *progression* where (1) the
-one-sided Wilcoxon signed-rank test of the ``d`` (exact: its distribution over every sign flip
-of the rounds) gives ``p < alpha`` for "tuned faster", and (2) the speedup lies beyond the
+one-sided Wilcoxon signed-rank test of the ``d`` (``scipy.stats.wilcoxon``, exact null
+distribution) gives ``p < alpha`` for "tuned faster", and (2) the speedup lies beyond the
 noise threshold; a *regression* symmetrically. A point whose two configurations are the same
 is ``same`` (a measured difference there is noise by construction), one with fewer than two
 complete rounds ``failed``. The smallest p-value is ``2 ** -repeats``: 5 repeats are the
@@ -234,28 +234,29 @@ def _sign_patterns(count: int, rng: np.random.Generator) -> np.ndarray:
     return rng.choice([-1.0, 1.0], size=(1 << EXACT_SIGNS, count))
 
 
-def signed_rank_pvalues(
-    differences: np.ndarray, rng: np.random.Generator
-) -> tuple[np.ndarray, np.ndarray]:
+def signed_rank_pvalues(differences: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """One-sided p-values of Wilcoxon's signed-rank test per point (rows): tuned faster
-    (differences below 0), tuned slower. Exact: the statistic's distribution over every sign
-    flip of the rounds (ties get average ranks, zero differences count for nothing); NaN with
-    fewer than two usable rounds."""
-    from scipy.stats import rankdata
+    (differences below 0), tuned slower. ``scipy.stats.wilcoxon`` with its exact null
+    distribution, over the point's complete rounds (zero differences dropped, as Wilcoxon did);
+    NaN with fewer than two usable rounds, 1 where every usable round is a tie."""
+    from scipy.stats import wilcoxon
 
     faster = np.full(len(differences), np.nan)
     slower = np.full(len(differences), np.nan)
     counts = np.sum(np.isfinite(differences), axis=1)
     for count in np.unique(counts[counts >= 2]):
-        rows = counts == count
+        rows = np.flatnonzero(counts == count)
         block = differences[rows]
         values = block[np.isfinite(block)].reshape(-1, int(count))
-        ranks = rankdata(np.abs(values), axis=1) * (values != 0)
-        observed = np.sum(ranks * np.sign(values), axis=1)
-        null = ranks @ _sign_patterns(int(count), rng).T
-        tolerance = 1e-9 * (1.0 + np.abs(observed))
-        faster[rows] = np.mean(null <= (observed + tolerance)[:, None], axis=1)
-        slower[rows] = np.mean(null >= (observed - tolerance)[:, None], axis=1)
+        tied = np.all(values == 0, axis=1)
+        faster[rows[tied]] = slower[rows[tied]] = 1.0
+        if np.all(tied):
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # exact distribution with ties: SciPy says so
+            for alternative, out in (("less", faster), ("greater", slower)):
+                result = wilcoxon(values[~tied], alternative=alternative, method="exact", axis=1)
+                out[rows[~tied]] = result.pvalue
     return faster, slower
 
 
@@ -296,7 +297,7 @@ def point_statistics(
         median_tuned = np.nanmedian(tuned, axis=1)
         median_reference = np.nanmedian(reference, axis=1)
         log_speedup = -np.nanmedian(differences, axis=1)
-    p_faster, p_slower = signed_rank_pvalues(differences, rng)
+    p_faster, p_slower = signed_rank_pvalues(differences)
     usable = rounds >= 2
     verdict = np.full(len(tuned), "neutral", dtype=object)
     verdict[usable & (p_faster < alpha) & (log_speedup > noise_log)] = "progression"
