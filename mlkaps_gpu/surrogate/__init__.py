@@ -2,7 +2,6 @@
 that the Bayesian sampler and the Bayesian search strategy share."""
 
 from mlkaps_gpu.surrogate._base import Surrogate
-from mlkaps_gpu.surrogate._ensemble import DEFAULT_MEMBERS, BootstrapEnsemble
 from mlkaps_gpu.surrogate._gaussian_process import (
     ACQUISITIONS,
     Acquisition,
@@ -14,10 +13,9 @@ from mlkaps_gpu.surrogate._gaussian_process import (
 from mlkaps_gpu.surrogate._lightgbm import DEFAULT_PARAMS, LightGBMSurrogate, accuracy
 
 __all__ = [
-    "Acquisition",
     "ACQUISITIONS",
+    "Acquisition",
     "DEFAULT_PARAMS",
-    "BootstrapEnsemble",
     "CandidateGaussianProcess",
     "LightGBMSurrogate",
     "Surrogate",
