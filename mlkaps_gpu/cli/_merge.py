@@ -12,7 +12,10 @@ from mlkaps_gpu.cli._progress import Progress, report_warnings
 from mlkaps_gpu.cli._validate import add_common_arguments
 from mlkaps_gpu.trees import MODES
 from mlkaps_gpu.validation import (
+    DEFAULT_HEADROOM_NEIGHBOURS,
+    DEFAULT_HEADROOM_POINTS,
     MERGE_DIR,
+    HeadroomSettings,
     Validation,
     describe_merge,
     merge,
@@ -49,6 +52,19 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         action="store_true",
         help="decide from DIR/validation (a validate run against the same expert) instead of "
         "measuring again",
+    )
+    parser.add_argument(
+        "--headroom-points",
+        type=int,
+        default=DEFAULT_HEADROOM_POINTS,
+        help="validation points where a local search around the expert measures the headroom "
+        "(0: none)",
+    )
+    parser.add_argument(
+        "--headroom-neighbours",
+        type=int,
+        default=DEFAULT_HEADROOM_NEIGHBOURS,
+        help="valid one-parameter neighbours of the expert measured per headroom point",
     )
     return parser
 
@@ -87,6 +103,9 @@ def run(args: argparse.Namespace) -> int:
                 seed=args.seed,
                 mode=args.mode,
                 max_depth=args.max_depth,
+                headroom=HeadroomSettings(
+                    args.headroom_points, args.headroom_neighbours, seed=args.seed
+                ),
                 progress=progress,
             )
         report_warnings(caught)
@@ -96,5 +115,6 @@ def run(args: argparse.Namespace) -> int:
         campaign.setup.executor.close()
     if not getattr(args, "quiet", False):
         print(describe_merge(result.summary))
-        print(f"written to {campaign.directory / MERGE_DIR}/ and {result.header}")
+        shipped = result.header if result.header is not None else "no header: the expert ships"
+        print(f"written to {campaign.directory / MERGE_DIR}/; {shipped}")
     return 0

@@ -15,12 +15,19 @@ from mlkaps_gpu.validation._expert import (
     expert_reference,
     resolve_reference,
 )
+from mlkaps_gpu.validation._headroom import (
+    DEFAULT_HEADROOM_NEIGHBOURS,
+    DEFAULT_HEADROOM_POINTS,
+    HeadroomSettings,
+    measure_headroom,
+)
 from mlkaps_gpu.validation._merge import (
     MERGE_DIR,
     MergeResult,
     decide,
     describe_merge,
     merge,
+    ships,
     write_merge,
 )
 from mlkaps_gpu.validation._report import DEFAULT_FOLDS, build_report, write_report
@@ -36,6 +43,8 @@ from mlkaps_gpu.validation._validate import (
 )
 
 __all__ = [
+    "DEFAULT_HEADROOM_NEIGHBOURS",
+    "DEFAULT_HEADROOM_POINTS",
     "DEFAULT_ALPHA",
     "DEFAULT_FOLDS",
     "DEFAULT_REPEATS",
@@ -43,6 +52,7 @@ __all__ = [
     "CallableReference",
     "FixedConfiguration",
     "HeaderReference",
+    "HeadroomSettings",
     "MergeResult",
     "Reference",
     "TableReference",
@@ -52,7 +62,9 @@ __all__ = [
     "decide",
     "describe_merge",
     "expert_reference",
+    "measure_headroom",
     "merge",
+    "ships",
     "parse_grid",
     "reassess",
     "resolve_reference",

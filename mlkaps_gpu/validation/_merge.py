@@ -17,6 +17,14 @@ an expert's, export that choice as a second header, and validate it again.
    selector on boundary inputs exactly as the campaign's header, ``merged_selector.pkl``.
 5. *Validate again*: the merged header against the expert at the same points, with fresh
    measurements; ``merge/summary.json`` holds both summaries (before / after).
+6. *Never regress*: the merged header ships only when that second validation has no point
+   where it is slower than the expert beyond noise (the same signed-rank test and per-point
+   noise threshold) and its geometric-mean speedup is at least 1. A tree of depth ``auto`` that
+   fails is refitted at depth ``FAITHFUL_DEPTH`` (reproducing the per-point decisions as far as
+   a tree can) and validated again; if that fails too, or no point kept the tuned
+   configuration, the expert ships: the rejected header moves to ``merge/rejected/`` and the
+   command says so. The *headroom* (:mod:`._headroom`) tells how much faster than the expert a
+   small local search around it gets, and what share of that the shipped choice reaches.
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ from mlkaps_gpu.codegen import boundary_inputs, render_header, validate_prefix, 
 from mlkaps_gpu.space import Space
 from mlkaps_gpu.trees import MODES, Selector, fit_selector, tree_size
 from mlkaps_gpu.validation._expert import HeaderReference, Reference
+from mlkaps_gpu.validation._headroom import HeadroomSettings, measure_headroom
 from mlkaps_gpu.validation._validate import (
     Progress,
     Validation,
@@ -49,6 +58,8 @@ DECISION_MARGIN = 1e-3
 #: Least relative cost of a configuration never measured at a point: the measurements say
 #: nothing about it there, and the surrogate's optimism is what the merge guards against.
 UNMEASURED_PENALTY = 0.5
+#: Depth of the second, faithful fit when the first merged tree does not ship.
+FAITHFUL_DEPTH = 12
 
 
 @dataclass
@@ -57,7 +68,7 @@ class MergeResult:
 
     decisions: pd.DataFrame
     selector: Selector
-    header: Path
+    header: Path | None  # None: no tuned choice won, the expert ships
     before: Validation
     after: Validation
     summary: dict[str, Any]
@@ -177,44 +188,42 @@ def export_merged(
     return path, prefix, {"verified_inputs": report.n_rows, "mismatches": report.n_mismatches}
 
 
-def merge(
+def _compare_before(
     campaign: Campaign,
     expert: Reference,
-    *,
-    sizes: dict[str, int] | None = None,
-    before: Validation | None = None,
-    repeats: int = 5,
-    alpha: float = 0.05,
-    seed: int = 0,
-    mode: str | None = None,
-    max_depth: int | str = "auto",
-    progress: Progress | None = None,
-) -> MergeResult:
-    """Steps 1-5 of the module docstring; ``before`` reuses a comparison with ``expert``."""
-    space = campaign.space
+    before: Validation | None,
+    settings: dict[str, Any],
+    progress: Progress | None,
+) -> Validation:
+    """Step 1: the campaign's header against ``expert`` (or the comparison given, checked)."""
     if before is None:
-        before = validate(
-            campaign,
-            expert,
-            sizes=sizes,
-            repeats=repeats,
-            alpha=alpha,
-            seed=seed,
-            purpose="merge-before",
-            progress=progress,
-        )
-    elif before.summary.get("reference") != expert.label:
+        return validate(campaign, expert, purpose="merge-before", progress=progress, **settings)
+    if before.summary.get("reference") != expert.label:
         raise CampaignError(
             f"the comparison given was made against {before.summary.get('reference')!r}, "
             f"not {expert.label!r}"
         )
-    elif before.summary.get("tuned") != campaign.header_path.name:
+    if before.summary.get("tuned") != campaign.header_path.name:
         raise CampaignError(
             f"the comparison given measured {before.summary.get('tuned')!r}, not the "
             f"campaign's header {campaign.header_path.name!r}"
         )
-    decisions = decide(before, space)
-    mode = mode or merged_mode()
+    return before
+
+
+def _fit_export_validate(
+    campaign: Campaign,
+    expert: Reference,
+    before: Validation,
+    decisions: pd.DataFrame,
+    *,
+    mode: str,
+    max_depth: int | str,
+    settings: dict[str, Any],
+    progress: Progress | None,
+) -> tuple[Selector, Path, dict[str, Any], Validation, np.ndarray]:
+    """Steps 3-5 for one tree: fit, export and verify the header, validate it again."""
+    space = campaign.space
     started = time.perf_counter()
     selector, details = fit_merged(
         campaign,
@@ -244,34 +253,121 @@ def merge(
     )
     answers = merged.configurations(decisions)
     agree = np.all(space.design_codes(answers) == space.design_codes(decisions), axis=1)
-    fit_seconds = time.perf_counter() - started
+    details = {**details, "verification": verification}
+    details["fit_seconds"] = round(time.perf_counter() - started, 2)
     after = validate(
         campaign,
         expert,
         points=decisions[space.input_names],
         tuned=merged,
-        repeats=int(before.summary.get("repeats", repeats)),
-        alpha=float(before.summary.get("alpha", alpha)),
-        seed=seed,
         purpose="merge-after",
         progress=progress,
+        **settings,
     )
     after.summary["grid"] = before.summary.get("grid", {})
+    return selector, header, details, after, agree
+
+
+def regressions_beyond_noise(validation: Validation) -> int:
+    """Points where the merged side is significantly slower than the expert (the validation's
+    signed-rank test and noise threshold)."""
+    return int((validation.points["verdict"] == "regression").sum())
+
+
+def ships(validation: Validation) -> bool:
+    """The no-regression rule: a merged header ships only when no validation point is a
+    regression beyond noise and its geometric-mean speedup over the expert is at least 1."""
+    geomean = validation.summary.get("geomean_speedup")
+    return regressions_beyond_noise(validation) == 0 and geomean is not None and geomean >= 1.0
+
+
+def _withdraw(campaign: Campaign, header: Path) -> Path:
+    """Move a rejected merged header (and its selector) into ``merge/rejected/``."""
+    folder = campaign.directory / MERGE_DIR / "rejected"
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / header.name
+    header.replace(target)
+    pickled = campaign.directory / "merged_selector.pkl"
+    if pickled.exists():
+        pickled.replace(folder / pickled.name)
+    return target
+
+
+def merge(
+    campaign: Campaign,
+    expert: Reference,
+    *,
+    sizes: dict[str, int] | None = None,
+    before: Validation | None = None,
+    repeats: int = 5,
+    alpha: float = 0.05,
+    seed: int = 0,
+    mode: str | None = None,
+    max_depth: int | str = "auto",
+    headroom: HeadroomSettings | None = None,
+    progress: Progress | None = None,
+) -> MergeResult:
+    """Steps 1-6 of the module docstring; ``before`` reuses a comparison with ``expert``."""
+    settings: dict[str, Any] = {"repeats": repeats, "alpha": alpha, "seed": seed}
+    before = _compare_before(campaign, expert, before, {**settings, "sizes": sizes}, progress)
+    settings["repeats"] = int(before.summary.get("repeats", repeats))
+    settings["alpha"] = float(before.summary.get("alpha", alpha))
+    decisions = decide(before, campaign.space)
+    mode = mode or merged_mode()
+    attempts = []
+    depths = [max_depth] if max_depth != "auto" else ["auto", FAITHFUL_DEPTH]
+    for depth in depths:
+        selector, header, details, after, agree = _fit_export_validate(
+            campaign,
+            expert,
+            before,
+            decisions,
+            mode=mode,
+            max_depth=depth,
+            settings=settings,
+            progress=progress,
+        )
+        attempts.append(
+            {
+                "max_depth": depth,
+                "depth": details.get("depth"),
+                "leaves": details.get("leaves"),
+                "geomean_speedup": after.summary.get("geomean_speedup"),
+                "regressions": regressions_beyond_noise(after),
+            }
+        )
+        if ships(after):
+            break
+    shipped = ships(after) and int((decisions["source"] == "tuned").sum()) > 0
+    if not shipped:
+        header = _withdraw(campaign, header)
     summary = {
         "expert": expert.label,
-        "header": header.name,
+        "shipped": "merged" if shipped else "expert",
+        "header": header.name if shipped else None,
+        "rejected_header": None if shipped else str(header.relative_to(campaign.directory)),
+        "rule": (
+            "a merged header ships only when its validation against the expert has no "
+            "regression beyond noise and a geometric-mean speedup of at least 1; a tree fitted "
+            f"at depth 'auto' that fails is refitted at depth {FAITHFUL_DEPTH}"
+        ),
+        "attempts": attempts,
         "kept_tuned": int((decisions["source"] == "tuned").sum()),
         "kept_expert": int((decisions["source"] == "expert").sum()),
         "tree_agreement": float(np.mean(agree)) if len(agree) else 1.0,
         "tree_disagreements": int(np.sum(~agree)),
-        "tree": details,
-        "verification": verification,
-        "fit_seconds": round(fit_seconds, 2),
+        "tree": {k: v for k, v in details.items() if k not in ("verification", "fit_seconds")},
+        "verification": details["verification"],
+        "fit_seconds": details["fit_seconds"],
         "before": before.summary,
         "after": after.summary,
     }
+    if headroom is not None and headroom.points > 0:
+        summary["headroom"] = measure_headroom(
+            campaign, expert, after, headroom, shipped=shipped, repeats=settings["repeats"]
+        )
     decisions = decisions.assign(merged_agrees=agree)
-    return MergeResult(decisions, selector, header, before, after, summary)
+    return MergeResult(decisions, selector, header if shipped else None, before, after, summary)
 
 
 def write_merge(result: MergeResult, folder: Path, space: Space) -> list[Path]:
@@ -286,14 +382,30 @@ def write_merge(result: MergeResult, folder: Path, space: Space) -> list[Path]:
 
 
 def describe_merge(summary: dict[str, Any]) -> str:
-    """Before / after in a few lines."""
-    lines = [
+    """Before / after in a few lines, and what ships."""
+    lines = []
+    if summary.get("shipped") == "expert":
+        lines.append(
+            "the expert ships: no merged header beat it without a regression beyond noise "
+            f"(attempts: {_attempts(summary.get('attempts', []))}); the rejected header is "
+            f"{summary.get('rejected_header')}"
+        )
+    lines += [
         f"kept the tuned configuration at {summary['kept_tuned']} of "
         f"{summary['kept_tuned'] + summary['kept_expert']} points (expert elsewhere); "
         f"{summary['tree']['mode']} tree of depth {summary['tree']['depth']}, "
         f"{summary['tree']['leaves']} leaves, agreeing with the decisions at "
         f"{100 * summary['tree_agreement']:.1f}% of the points; header {summary['header']}"
     ]
+    headroom = summary.get("headroom")
+    if headroom and headroom.get("geomean_headroom") is not None:
+        share = headroom.get("median_share_reached")
+        lines.append(
+            f"headroom: a local search around the expert is {headroom['geomean_headroom']:.3f}x "
+            f"faster (geomean, {len(headroom['points'])} points); the shipped choice reaches "
+            + (f"a median {100 * share:.0f}% of it" if share is not None else "no headroom")
+            + f" ({headroom['points_with_headroom']} points beyond noise)"
+        )
     for label in ("before", "after"):
         s = summary[label]
         worst = s.get("worst") or {"speedup": float("nan"), "verdict": "every point the same"}
@@ -305,3 +417,14 @@ def describe_merge(summary: dict[str, Any]) -> str:
             f" ({worst.get('verdict', '-')}), noise threshold +-{100 * s['noise_threshold']:.1f}%"
         )
     return "\n".join(lines)
+
+
+def _attempts(attempts: list[dict[str, Any]]) -> str:
+    return (
+        "; ".join(
+            f"depth {a['max_depth']}: {a['leaves']} leaves, geomean {a['geomean_speedup']:.3f}x, "
+            f"{a['regressions']} regressions"
+            for a in attempts
+        )
+        or "none"
+    )

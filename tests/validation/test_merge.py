@@ -116,3 +116,75 @@ def test_merge_command_reuses_the_validation_and_writes_before_after(
     wrong = ["merge", directory, "--expert", "block=8,variant=fast", "--from-validation"]
     assert main(wrong) == 2
     assert "made against" in capsys.readouterr().err
+
+
+#: The expert (block 4, slow) is 1.5x faster than every other configuration at every size.
+EXPERT_WINS_KERNEL = """
+def expert_wins(row):
+    base = row["n"] / 1000.0 + 0.01
+    return base / 1.5 if row["block"] == 4 and row["variant"] == "slow" else base
+"""
+
+
+@pytest.fixture(scope="module")
+def expert_wins_campaign(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Campaign]:
+    import sys
+    import textwrap
+
+    from mlkaps_gpu.campaign import parse_config
+
+    from .conftest import BASE_CONFIG
+
+    folder = tmp_path_factory.mktemp("expert_wins")
+    kernel = folder / "kernel"
+    kernel.mkdir()
+    (kernel / "expert_wins_kernel.py").write_text(textwrap.dedent(EXPERT_WINS_KERNEL))
+    text = BASE_CONFIG.format(function="expert_wins", method="random", budget=40, batch=20)
+    text = text.replace("toy_kernel:", "expert_wins_kernel:")
+    path = folder / "wins.toml"
+    path.write_text(text)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.syspath_prepend(str(kernel))
+        sys.modules.pop("expert_wins_kernel", None)
+        campaign = Campaign.create_or_resume(parse_config(text, path=path), folder / "run")
+        campaign.run()
+        yield campaign
+    sys.modules.pop("expert_wins_kernel", None)
+
+
+def test_merge_gives_the_expert_back_when_no_tuned_choice_wins(
+    expert_wins_campaign: Campaign, capsys: pytest.CaptureFixture[str]
+) -> None:
+    campaign = expert_wins_campaign
+    directory = str(campaign.directory)
+    code = main(["merge", directory, "--expert", "block=4,variant=slow", "--grid", "8"])
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "the expert ships" in out
+    summary = json.loads((campaign.directory / "merge/summary.json").read_text())
+    assert summary["shipped"] == "expert"
+    assert summary["header"] is None
+    assert summary["kept_tuned"] == 0
+    # nothing merged is left where a build would pick it up; the rejected header is kept aside
+    assert not (campaign.directory / "toy_merged.h").exists()
+    assert (campaign.directory / summary["rejected_header"]).exists()
+    # the headroom: around the expert nothing is faster, so the expert is its own best
+    headroom = summary["headroom"]
+    assert 1 <= len(headroom["points"]) <= 8
+    assert all(row["headroom"] == pytest.approx(1.0) for row in headroom["points"])
+    # wherever the header did not pick the expert's configuration, it measured slower
+    before = summary["before"]
+    assert before["progressions"]["count"] == 0
+
+
+def test_ships_only_without_regressions_and_with_a_geomean_of_at_least_one() -> None:
+    from mlkaps_gpu.validation import ships
+
+    def validation(verdicts: list[str], geomean: float) -> Validation:
+        return Validation(
+            pd.DataFrame({"verdict": verdicts}), pd.DataFrame(), {"geomean_speedup": geomean}
+        )
+
+    assert ships(validation(["progression", "neutral", "same"], 1.2))
+    assert not ships(validation(["progression", "regression"], 1.5))
+    assert not ships(validation(["neutral", "neutral"], 0.97))

@@ -68,7 +68,7 @@ def test_report_of_a_tuned_campaign_has_an_inline_png_per_figure(
 
 def test_report_shows_validation_and_merge_figures(campaign: Campaign, tmp_path: Path) -> None:
     expert = FixedConfiguration(campaign.space, REFERENCE)
-    before = validate(campaign, expert, sizes={"n": 6}, repeats=4)
+    before = validate(campaign, expert, sizes={"n": 6}, repeats=5)
     result = merge(campaign, expert, before=before)
     with pytest.MonkeyPatch.context() as patch:
         stub_rendering(patch)  # the validation / merge figures are rendered in their own tests
