@@ -1,21 +1,63 @@
-"""Campaign configuration: TOML turned into typed, validated objects once, at the edge.
+"""Campaign configuration: the TOML file as one typed model, validated once, before anything runs.
 
-Every error is a :class:`ConfigError` whose one-line message names the file, the key and the
-problem, e.g. ``lu.toml: [design] nb: range min 64 > max 8``.
+:class:`ConfigFile` is the model of the whole file; each section's model belongs to the package
+it configures (``KernelSettings`` and ``ExecutionSettings`` in ``executors``, ``ParameterSpec``
+in ``space``, ``SamplingSettings`` in ``sampling``, ``SurrogateSettings`` in ``surrogate``,
+``OptimizationSettings`` in ``optimize``, ``TreesSettings`` in ``trees``). :func:`load_config`
+validates the file against it and then checks what spans sections: names (C identifiers that are
+not reserved, not the store's columns, distinct up to case), the space the parameters and
+constraints make (parsed, satisfiable, fixed inputs in their domains, grid keys and size), the
+objectives against the kernel and the optimizer, the builtin kernel. What needs the kernel itself
+(the data of a replay campaign, the import of a Python function) is checked by ``prepare``, still
+before any directory is created.
+
+Every error is a :class:`ConfigError` whose one-line message names the file, the section, the key,
+the value and what is allowed, e.g. ``lu.toml: [sampling] budget: 0: must be an integer from 1 to
+10000000``. ``docs/config.md`` is generated from these models (``scripts/config_reference.py``).
 """
 
 from __future__ import annotations
 
+import ast
 import hashlib
-import os
+import json
+import math
 import re
 import tomllib
-from collections.abc import Mapping
+import typing
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from mlkaps_gpu.space import Parameter, Space, SpaceError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from mlkaps_gpu.campaign._store import _BOOKKEEPING
+from mlkaps_gpu.executors import RESULT_COLUMNS, ExecutionSettings, KernelSettings, expand_path
+from mlkaps_gpu.optimize import OptimizationSettings
+from mlkaps_gpu.sampling import SamplingSettings
+from mlkaps_gpu.space import (
+    Parameter,
+    ParameterSpec,
+    SettingError,
+    SettingsModel,
+    Space,
+    SpaceError,
+    check_c_text,
+    check_distinct,
+    check_identifier,
+    describe_allowed,
+)
+from mlkaps_gpu.surrogate import SurrogateSettings
+from mlkaps_gpu.trees import TreesSettings
 
 EXECUTORS = ("python", "replay", "cffi", "cupy", "command")
 SAMPLING_METHODS = ("random", "lhs", "hvs", "hvsr", "bayes", "ga_adaptive")
@@ -23,148 +65,173 @@ TREE_MODES = ("joint", "per_parameter")
 OPTIMIZATION_METHODS = ("auto", "nsga2", "exhaustive")
 DIRECTIONS = ("minimize", "maximize")
 
-_SECTIONS: dict[str, tuple[str, ...]] = {
-    "campaign": ("name", "seed"),
-    "kernel": (
-        "executor",
-        "builtin",
-        "function",
-        "measure",
-        "repeats",
-        "warmup",
-        "files",
-        "format",
-        "objective",
-        "design_columns",
-        "options",
-        "key_suffix",
-        "suffix_keys",
-    ),
-    "inputs": (),
-    "design": (),
-    "objectives": (),
-    "sampling": (
-        "method",
-        "budget",
-        "batch_size",
-        "bootstrap",
-        "eps_initial",
-        "eps_final",
-        "sub_sampler",
-        "fixed",
-    ),
-    "transfer": ("sources", "warm_start"),
-    "surrogate": ("n_estimators", "log_target", "params"),
-    "optimization": (
-        "grid",
-        "method",
-        "population",
-        "generations",
-        "weights",
-        "bounds",
-        "window",
-        "prefer_measured",
-    ),
-    "execution": ("backend", "cluster", "scheduler", "workers", "options", "in_flight"),
-    "trees": ("mode", "max_depth", "depth_tolerance", "prefix", "verify_inputs"),
-}
-_PARAMETER_KEYS = ("type", "range", "values", "log", "levels")
+#: Columns of the store and of ``optima.csv`` besides the parameters and objectives; no
+#: parameter or objective may take their names (ignoring case, as SQLite does).
+STORE_COLUMNS: tuple[str, ...] = ("id", *RESULT_COLUMNS, *_BOOKKEEPING, "n_valid", "source")
+#: Most input plus design parameters, constraints and objectives of one campaign.
+MAX_PARAMETERS = 256
+MAX_CONSTRAINTS = 1_000
+MAX_OBJECTIVES = 16
+#: Largest seed (LightGBM seeds are 32-bit).
+MAX_SEED = 2**31 - 1
+#: Longest campaign name (it is written into the header's comment).
+MAX_NAME_LENGTH = 200
 
 
 class ConfigError(ValueError):
     """The configuration is wrong; the message is one line naming file, key and problem."""
 
 
-@dataclass
-class KernelConfig:
-    executor: str
-    builtin: str | None = None
-    function: str | None = None
-    measure: bool = False
-    repeats: int = 1
-    warmup: int = 0
-    files: Any = None
-    format: str = "kernel_tuner"
-    objective: str = "time"
-    design_columns: list[str] | None = None
-    key_suffix: str | None = None
-    suffix_keys: list[str] | None = None
-    options: dict[str, Any] = field(default_factory=dict)
+class CampaignSection(SettingsModel):
+    """``[campaign]``: the campaign's name and seed."""
+
+    name: str | None = Field(
+        None,
+        max_length=MAX_NAME_LENGTH,
+        description=(
+            "Name shown in reports and in the header's comment (default: the configuration "
+            "file's name without `.toml`); no trigraphs or control characters."
+        ),
+        json_schema_extra={"allowed": f"a string of at most {MAX_NAME_LENGTH} characters"},
+    )
+    seed: int = Field(
+        0,
+        ge=0,
+        le=MAX_SEED,
+        description="Seed of every random choice (sampling, LightGBM, optimizer, trees).",
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _printable(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                check_c_text(value, what="campaign name")
+            except ValueError as error:
+                raise SettingError("name", str(error), value) from None
+        return value
 
 
-@dataclass
-class SamplingConfig:
-    method: str = "lhs"
-    budget: int = 500
-    batch_size: int = 50
-    bootstrap: float = 0.2
-    eps_initial: float = 0.3
-    eps_final: float = 0.8
-    sub_sampler: str = "lhs"
-    fixed: dict[str, Any] = field(default_factory=dict)
+class DesignSection(SettingsModel):
+    """``[design]``: the design parameters (one table each, like ``[inputs]``) and the
+    constraints over inputs and design."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+    __pydantic_extra__: dict[str, ParameterSpec] = Field(init=False)  # type: ignore[assignment]
+
+    constraints: list[str] = Field(
+        default_factory=list,
+        max_length=MAX_CONSTRAINTS,
+        description=(
+            "Conditions every configuration satisfies, in the constraint language (numbers, "
+            "parameter names, `+ - * / // % **`, comparisons, `and or not`, `min max abs`, "
+            'string equality for categoricals), e.g. `["block <= n"]`. Parsed at load; '
+            "literals must be finite in C (no `1e400`) and strings free of trigraphs."
+        ),
+        json_schema_extra={"allowed": f"a list of up to {MAX_CONSTRAINTS} strings"},
+    )
+
+    def parameters(self) -> dict[str, ParameterSpec]:
+        """The design parameter tables, by name."""
+        return dict(self.__pydantic_extra__ or {})
 
 
-@dataclass
-class SurrogateConfig:
-    n_estimators: int = 300
-    log_target: bool = False
-    params: dict[str, Any] = field(default_factory=dict)
+class TransferSettings(SettingsModel):
+    """``[transfer]``: learn from other campaigns' measurements too."""
+
+    sources: list[str] = Field(
+        default_factory=list,
+        description=(
+            "Campaign directories (other architectures) whose measurements are added to every "
+            "surrogate fit; `${VAR}` is expanded, relative to the configuration file."
+        ),
+    )
+    warm_start: float = Field(
+        0.2,
+        ge=0,
+        le=1,
+        allow_inf_nan=False,
+        description=(
+            "GA-Adaptive with sources only: share of the budget first spent on the sources' "
+            "best configurations."
+        ),
+    )
+
+    @field_validator("sources")
+    @classmethod
+    def _campaign_directories(cls, sources: list[str], info: ValidationInfo) -> list[str]:
+        base = Path((info.context or {}).get("base") or Path.cwd())
+        resolved = []
+        for index, source in enumerate(sources):
+            path = expand_path(source, f"sources[{index}]", base)
+            if not (path / "campaign.json").is_file() or not (path / "samples.sqlite").is_file():
+                raise SettingError(f"sources[{index}]", f"not a campaign directory: {path}", source)
+            resolved.append(str(path))
+        return resolved
 
 
-@dataclass
-class OptimizationConfig:
-    grid: int | dict[str, int] = 16
-    method: str = "auto"
-    population: int = 40
-    generations: int = 40
-    weights: list[float] | None = None
-    bounds: dict[str, float] = field(default_factory=dict)
-    window: int = 10
-    prefer_measured: bool = True
+Direction = Literal["minimize", "maximize"]
 
 
-@dataclass
-class TreesConfig:
-    """``max_depth``: a depth, or ``"auto"``: the smallest depth whose mean predicted regret is
-    within ``depth_tolerance`` (absolute, 0.01 = one percentage point) of the best depth's."""
+class ConfigFile(SettingsModel):
+    """A campaign configuration file: one table per section."""
 
-    mode: str = "joint"
-    max_depth: int | str = "auto"
-    depth_tolerance: float = 0.01
-    prefix: str = "mlkaps"
-    verify_inputs: int = 10_000
+    campaign: CampaignSection = Field(default_factory=CampaignSection)
+    kernel: KernelSettings = Field(
+        description="What measures a configuration (required).",
+        json_schema_extra={
+            "allowed": 'a [kernel] table with executor = "python", "replay", "cffi", "cupy" or '
+            '"command"'
+        },
+    )
+    inputs: dict[str, ParameterSpec] = Field(
+        default_factory=dict,
+        max_length=MAX_PARAMETERS,
+        description="Input parameters (the problem: sizes, the GPU ...), one table each.",
+    )
+    design: DesignSection = Field(default_factory=DesignSection)
+    objectives: dict[str, Direction] = Field(
+        default_factory=lambda: {"time": "minimize"},
+        max_length=MAX_OBJECTIVES,
+        description="Objectives and their directions; the first is the primary objective.",
+        json_schema_extra={"allowed": 'a table {name = "minimize" or "maximize"}'},
+    )
+    sampling: SamplingSettings = Field(default_factory=SamplingSettings)
+    transfer: TransferSettings = Field(default_factory=TransferSettings)
+    surrogate: SurrogateSettings = Field(default_factory=SurrogateSettings)
+    optimization: OptimizationSettings = Field(default_factory=OptimizationSettings)
+    execution: ExecutionSettings = Field(default_factory=ExecutionSettings)
+    trees: TreesSettings = Field(default_factory=TreesSettings)
 
-
-@dataclass
-class ExecutionConfig:
-    """Where measurements run: in this process (``local``) or on Dask workers (``dask``)."""
-
-    backend: str = "local"
-    cluster: str = "local"
-    scheduler: str | None = None
-    workers: int = 1
-    in_flight: int = 2
-    options: dict[str, Any] = field(default_factory=dict)
+    @model_validator(mode="before")
+    @classmethod
+    def _known_sections_only(cls, data: Any) -> Any:
+        for section in data if isinstance(data, dict) else ():
+            if section not in cls.model_fields:
+                raise SettingError(
+                    str(section), f"unknown section (allowed: {', '.join(cls.model_fields)})"
+                )
+        return data
 
 
 @dataclass
 class CampaignConfig:
-    """A validated campaign configuration."""
+    """A validated campaign configuration (the attributes the pipeline reads)."""
 
     path: Path
     text: str
     name: str
     seed: int
-    kernel: KernelConfig
+    kernel: KernelSettings
     input_specs: dict[str, dict[str, Any]]
     design_specs: dict[str, dict[str, Any]]
     constraints: list[str]
     objectives: dict[str, str]
-    sampling: SamplingConfig
-    surrogate: SurrogateConfig
-    optimization: OptimizationConfig
-    trees: TreesConfig
-    execution: ExecutionConfig = field(default_factory=ExecutionConfig)
+    sampling: SamplingSettings
+    surrogate: SurrogateSettings
+    optimization: OptimizationSettings
+    trees: TreesSettings
+    execution: ExecutionSettings = field(default_factory=ExecutionSettings)
     transfer_sources: list[Path] = field(default_factory=list)
     #: share of the budget first spent on the sources' best configurations (GA-Adaptive)
     transfer_warm_start: float = 0.2
@@ -173,6 +240,15 @@ class CampaignConfig:
     def digest(self) -> str:
         """SHA-256 of the configuration text (detects a changed config on resume)."""
         return hashlib.sha256(self.text.encode()).hexdigest()
+
+
+# Names the rest of the code used for the section classes before they were models.
+KernelConfig = KernelSettings
+SamplingConfig = SamplingSettings
+SurrogateConfig = SurrogateSettings
+OptimizationConfig = OptimizationSettings
+TreesConfig = TreesSettings
+ExecutionConfig = ExecutionSettings
 
 
 def load_config(path: str | Path) -> CampaignConfig:
@@ -189,53 +265,45 @@ def load_config(path: str | Path) -> CampaignConfig:
 
 
 def parse_config(text: str, *, path: Path | None = None, label: str = "<config>") -> CampaignConfig:
-    """Validate configuration text (``path`` resolves relative data files)."""
+    """Validate configuration text (``path`` resolves relative data files).
+
+    Raises:
+        ConfigError: the first problem found, in one line.
+    """
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"{label}: {_describe_toml_error(text, error)}") from None
-    reader = _Reader(label)
-    for section in data:
-        if section not in _SECTIONS:
-            reader.fail(section, None, f"unknown section (allowed: {', '.join(_SECTIONS)})")
-    for section, allowed in _SECTIONS.items():
-        if section in data:
-            if not isinstance(data[section], dict):
-                reader.fail(section, None, "must be a table")
-            if allowed:
-                for key in data[section]:
-                    if key not in allowed:
-                        reader.fail(section, key, f"unknown key (allowed: {', '.join(allowed)})")
     base = path.parent if path is not None else Path.cwd()
-    campaign = data.get("campaign", {})
-    kernel = _kernel(reader, data.get("kernel"), base)
-    design = dict(data.get("design", {}))
-    constraints = design.pop("constraints", [])
-    if not isinstance(constraints, list) or not all(isinstance(c, str) for c in constraints):
-        reader.fail("design", "constraints", "must be a list of strings")
-    objectives = data.get("objectives", {"time": "minimize"}) or {"time": "minimize"}
-    for name, direction in objectives.items():
-        if not name.isidentifier() or name in ("status", "message", "batch", "timestamp"):
-            reader.fail("objectives", name, "objective names must be identifiers")
-        if direction not in DIRECTIONS:
-            reader.fail("objectives", name, f"must be one of {', '.join(DIRECTIONS)}")
+    try:
+        model = ConfigFile.model_validate(data, context={"base": str(base)})
+    except ValidationError as error:
+        raise ConfigError(f"{label}: {describe_validation_error(error, data)}") from None
+    config = _campaign_config(model, text, path or Path(label), label)
+    check_campaign(config, model)
+    return config
+
+
+def _campaign_config(model: ConfigFile, text: str, path: Path, label: str) -> CampaignConfig:
     return CampaignConfig(
-        path=path or Path(label),
+        path=path,
         text=text,
-        name=reader.string(campaign, "campaign", "name", default=label.rsplit(".", 1)[0]),
-        seed=reader.integer(campaign, "campaign", "seed", default=0, minimum=0),
-        kernel=kernel,
-        input_specs=_parameter_specs(reader, "inputs", data.get("inputs", {})),
-        design_specs=_parameter_specs(reader, "design", design),
-        constraints=list(constraints),
-        objectives=dict(objectives),
-        sampling=_sampling(reader, data.get("sampling", {})),
-        surrogate=_surrogate(reader, data.get("surrogate", {})),
-        optimization=_optimization(reader, data.get("optimization", {})),
-        trees=_trees(reader, data.get("trees", {})),
-        execution=_execution(reader, data.get("execution", {})),
-        transfer_sources=_transfer(reader, data.get("transfer", {}), base),
-        transfer_warm_start=_warm_start(reader, data.get("transfer", {})),
+        name=model.campaign.name or label.rsplit(".", 1)[0],
+        seed=model.campaign.seed,
+        kernel=model.kernel,
+        input_specs={n: s.model_dump(exclude_unset=True) for n, s in model.inputs.items()},
+        design_specs={
+            n: s.model_dump(exclude_unset=True) for n, s in model.design.parameters().items()
+        },
+        constraints=list(model.design.constraints),
+        objectives=dict(model.objectives) or {"time": "minimize"},
+        sampling=model.sampling,
+        surrogate=model.surrogate,
+        optimization=model.optimization,
+        trees=model.trees,
+        execution=model.execution,
+        transfer_sources=[Path(s) for s in model.transfer.sources],
+        transfer_warm_start=model.transfer.warm_start,
     )
 
 
@@ -245,8 +313,9 @@ def _describe_toml_error(text: str, error: tomllib.TOMLDecodeError) -> str:
     if not match:
         return f"invalid TOML ({error})"
     number = int(match.group(1))
-    lines = text.splitlines()
+    lines = text.split("\n")  # TOML counts lines by newlines only
     line = lines[number - 1].strip() if 0 < number <= len(lines) else ""
+    line = "".join(c if c.isprintable() else repr(c)[1:-1] for c in line)
     problem = str(error).split(" (at ")[0]
     key = re.match(r"([A-Za-z0-9_\-\.\"']+)\s*=", line)
     if "overwrite" in problem.lower() and key:
@@ -254,148 +323,281 @@ def _describe_toml_error(text: str, error: tomllib.TOMLDecodeError) -> str:
     return f"line {number}: invalid TOML ({problem}): {line[:80]}"
 
 
-class _Reader:
-    def __init__(self, label: str) -> None:
-        self.label = label
+# ------------------------------------------------------------------------- error messages
+def show_value(value: Any, limit: int = 80) -> str:
+    """A value as TOML would write it, shortened to ``limit`` characters."""
 
-    def fail(self, section: str, key: str | None, problem: str) -> None:
-        where = f"[{section}]" + (f" {key}" if key else "")
-        raise ConfigError(f"{self.label}: {where}: {problem}")
+    def render(item: Any) -> str:
+        if isinstance(item, bool):
+            return "true" if item else "false"
+        if isinstance(item, float) and not math.isfinite(item):
+            return "nan" if item != item else ("inf" if item > 0 else "-inf")
+        if isinstance(item, (int, float)):
+            return repr(item)
+        if isinstance(item, str):
+            return json.dumps(item, ensure_ascii=False)
+        if isinstance(item, (list, tuple)):
+            return "[" + ", ".join(render(v) for v in item) + "]"
+        if isinstance(item, dict):
+            return "{ " + ", ".join(f"{k} = {render(v)}" for k, v in item.items()) + " }"
+        return repr(item)
 
-    def integer(
-        self,
-        table: Mapping[str, Any],
-        section: str,
-        key: str,
-        *,
-        default: int,
-        minimum: int | None = None,
-    ) -> int:
-        value = table.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, int):
-            self.fail(section, key, f"must be an integer, got {value!r}")
-        if minimum is not None and value < minimum:
-            self.fail(section, key, f"must be >= {minimum}, got {value}")
-        return int(value)
-
-    def string(
-        self,
-        table: Mapping[str, Any],
-        section: str,
-        key: str,
-        *,
-        default: str | None = None,
-        allowed: tuple[str, ...] | None = None,
-    ) -> str:
-        value = table.get(key, default)
-        if not isinstance(value, str):
-            self.fail(section, key, f"must be a string, got {value!r}")
-        if allowed is not None and value not in allowed:
-            self.fail(section, key, f"'{value}' is not allowed (allowed: {', '.join(allowed)})")
-        return str(value)
-
-    def boolean(self, table: Mapping[str, Any], section: str, key: str, *, default: bool) -> bool:
-        value = table.get(key, default)
-        if not isinstance(value, bool):
-            self.fail(section, key, f"must be true or false, got {value!r}")
-        return bool(value)
+    text = " ".join(render(value).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _expand(value: str, reader: _Reader, key: str, section: str = "kernel") -> str:
-    """Expand ``${VAR}`` from the environment in a data path."""
-
-    def replace(match: re.Match[str]) -> str:
-        name = match.group(1)
-        if name not in os.environ:
-            reader.fail(section, key, f"environment variable {name} is not set")
-        return os.environ[name]
-
-    return re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", replace, value)
+_MISSING = object()
 
 
-def _kernel(reader: _Reader, table: Any, base: Path) -> KernelConfig:
-    if table is None:
-        reader.fail("kernel", None, "missing section")
-    executor = reader.string(table, "kernel", "executor", default=None, allowed=EXECUTORS)
-    config = KernelConfig(executor=executor)
-    if "builtin" in table:
-        config.builtin = reader.string(table, "kernel", "builtin")
-    if "function" in table:
-        config.function = reader.string(table, "kernel", "function")
-    config.measure = reader.boolean(table, "kernel", "measure", default=False)
-    config.repeats = reader.integer(table, "kernel", "repeats", default=1, minimum=1)
-    config.warmup = reader.integer(table, "kernel", "warmup", default=0, minimum=0)
-    config.format = reader.string(
-        table, "kernel", "format", default="kernel_tuner", allowed=("kernel_tuner", "csv")
-    )
-    config.objective = reader.string(table, "kernel", "objective", default="time")
-    if "options" in table:
-        if not isinstance(table["options"], dict):
-            reader.fail("kernel", "options", "must be a table")
-        config.options = dict(table["options"])
-    if "design_columns" in table:
-        config.design_columns = list(table["design_columns"])
-    if "key_suffix" in table:
-        config.key_suffix = reader.string(table, "kernel", "key_suffix")
-        config.suffix_keys = list(table.get("suffix_keys", []))
-    if executor == "replay":
-        files = table.get("files")
-        if files is None:
-            reader.fail("kernel", "files", "a replay kernel needs 'files'")
-        config.files = _resolve_files(reader, files, base)
-    if executor == "python" and not (config.function or config.builtin):
-        reader.fail("kernel", "function", "a python kernel needs 'function' (module:function)")
-    if executor in ("cffi", "cupy") and not config.builtin:
-        reader.fail("kernel", "builtin", f"a {executor} kernel needs 'builtin' (shipped kernel)")
-    return config
+def _walk(loc: Sequence[Any], data: Any, *, missing: bool) -> tuple[list[Any], Any]:
+    """The part of ``loc`` that indexes ``data`` (dropping pydantic's union tags), and the value
+    there (``_MISSING`` for a missing key)."""
+    path: list[Any] = []
+    node = data
+    for index, item in enumerate(loc):
+        if isinstance(node, dict) and item in node:
+            node = node[item]
+        elif isinstance(node, list) and isinstance(item, int) and 0 <= item < len(node):
+            node = node[item]
+        elif missing and index == len(loc) - 1:
+            path.append(item)
+            return path, _MISSING
+        else:
+            continue
+        path.append(item)
+    return path, node
 
 
-def _resolve_files(reader: _Reader, files: Any, base: Path) -> Any:
-    def resolve(value: Any, key: str) -> str:
-        if not isinstance(value, str):
-            reader.fail("kernel", key, f"must be a file path, got {value!r}")
-        path = Path(_expand(value, reader, key))
-        path = path if path.is_absolute() else base / path
-        if not path.is_file():
-            reader.fail("kernel", key, f"replay file not found: {path}")
-        return str(path)
+def _field_at(path: Sequence[Any]) -> Any:
+    """The pydantic FieldInfo that governs ``path`` (the deepest one found), or None."""
+    model: Any = ConfigFile
+    found = None
+    for item in path:
+        if not (isinstance(model, type) and issubclass(model, BaseModel)):
+            if model is dict:
+                model = ParameterSpec
+                continue
+            break
+        info = model.model_fields.get(item) if isinstance(item, str) else None
+        if info is None:
+            if model.model_config.get("extra") == "allow":  # [design] parameter tables
+                model = ParameterSpec
+                continue
+            break
+        found = info
+        annotation = info.annotation
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            model = annotation
+        elif (
+            typing.get_origin(annotation) is dict
+            and typing.get_args(annotation)[1] is ParameterSpec
+        ):
+            model = dict
+        else:
+            break
+    return found
 
-    if isinstance(files, str):
-        return resolve(files, "files")
-    if isinstance(files, dict) and len(files) == 1:
-        ((input_name, mapping),) = files.items()
-        if not isinstance(mapping, dict) or not mapping:
-            reader.fail("kernel", f"files.{input_name}", "must map input values to files")
-        return {
-            input_name: {
-                value: resolve(file, f"files.{input_name}.{value}")
-                for value, file in mapping.items()
-            }
-        }
-    reader.fail("kernel", "files", "must be a path or {input = {value = path, ...}}")
-    return None
+
+def _key_text(path: Sequence[Any]) -> str:
+    text = ""
+    for item in path:
+        text += f"[{item}]" if isinstance(item, int) else (f".{item}" if text else str(item))
+    return text
 
 
-def _parameter_specs(reader: _Reader, section: str, table: Any) -> dict[str, dict[str, Any]]:
-    specs: dict[str, dict[str, Any]] = {}
-    for name, spec in table.items():
-        if not isinstance(spec, dict):
-            reader.fail(section, name, 'must be a table like { type = "int", range = [1, 8] }')
-        for key in spec:
-            if key not in _PARAMETER_KEYS:
-                reader.fail(
-                    section, name, f"unknown key '{key}' (allowed: {', '.join(_PARAMETER_KEYS)})"
+def _split_key(key: str) -> list[str]:
+    """``"files.gpu.A100"`` -> ``["files", "gpu", "A100"]`` (``"command[0]"`` stays whole)."""
+    return [part for part in key.split(".") if part]
+
+
+def describe_validation_error(error: ValidationError, data: Any) -> str:
+    """One line for the first problem of a validation error: ``[section] key: value: what is
+    allowed``."""
+    errors = error.errors(include_url=False)
+    first_top = tuple(errors[0]["loc"][:2])
+    candidates = [e for e in errors if tuple(e["loc"][:2]) == first_top]
+    resolved = [(_walk(e["loc"], data, missing=e["type"] == "missing"), e) for e in candidates]
+    (path, value), chosen = max(resolved, key=lambda item: len(item[0][0]))
+    cause = (chosen.get("ctx") or {}).get("error")
+    if isinstance(cause, SettingError):
+        parts = _split_key(cause.key)
+        if parts and path and str(path[-1]) == parts[0].split("[")[0]:
+            path = path[:-1]
+        full = [*path, *parts]
+        raw_path, raw = _walk(full, data, missing=False)
+        if raw_path == full and parts:
+            shown = raw  # the value as written, not as validated
+        else:
+            shown = cause.value if cause.value is not None else None
+        if shown is None and not parts and value is not _MISSING:
+            shown = value
+        return _line(str(full[0]) if full else "", _key_text(full[1:]), shown, cause.message)
+    section = str(path[0]) if path else ""
+    key = _key_text(path[1:])
+    info = _field_at(path)
+    if chosen["type"] == "missing":
+        allowed = f": {describe_allowed(info)}" if info is not None else ""
+        return _line(section, key, None, f"missing, required{allowed}")
+    if info is not None and chosen["type"] not in ("too_long", "too_short"):
+        problem = f"must be {describe_allowed(info)}"
+    else:
+        problem = str(chosen["msg"]).replace("Input should be", "must be")
+    return _line(section, key, value, problem)
+
+
+def _line(section: str, key: str, value: Any, problem: str) -> str:
+    where = f"[{section}]" + (f" {key}" if key else "")
+    shown = f" {show_value(value)}:" if value is not None and value is not _MISSING else ""
+    return f"{where}:{shown} {problem}"
+
+
+# -------------------------------------------------------------------------- cross-section checks
+def _fail(config: CampaignConfig, section: str, key: str, value: Any, problem: str) -> ConfigError:
+    return ConfigError(f"{config.path.name}: {_line(section, key, value, problem)}")
+
+
+def check_names(config: CampaignConfig, names: Mapping[str, Sequence[str]]) -> None:
+    """Refuse reserved or clashing names (see ``mlkaps_gpu.space.check_identifier``).
+
+    Args:
+        names: per section (``inputs``, ``design``, ``objectives``, ``kernel`` for names
+            that come from a replay's data), the names it declares.
+    """
+    what = {"objectives": "objective name", "kernel": "data parameter name"}
+    for section, section_names in names.items():
+        for name in section_names:
+            try:
+                check_identifier(
+                    name, what=what.get(section, "parameter name"), columns=STORE_COLUMNS
                 )
-        if "type" not in spec:
-            reader.fail(section, name, "missing 'type' (int, float, categorical, bool)")
-        if "range" in spec:
-            bounds = spec["range"]
-            if not isinstance(bounds, list) or len(bounds) != 2:
-                reader.fail(section, name, "'range' must be [min, max]")
-        if "values" in spec and not isinstance(spec["values"], list):
-            reader.fail(section, name, "'values' must be a list")
-        specs[name] = dict(spec)
-    return specs
+            except ValueError as error:
+                raise _fail(config, section, name, None, str(error)) from None
+    seen: dict[str, str] = {}
+    for section, section_names in names.items():
+        for name in section_names:
+            if name in seen:
+                raise _fail(config, section, name, None, f"duplicate name (also in [{seen[name]}])")
+            try:
+                check_distinct([*seen, name], what="names")
+            except ValueError as error:
+                raise _fail(config, section, name, None, str(error)) from None
+            seen[name] = section
+
+
+def _check_objectives(config: CampaignConfig) -> None:
+    objectives = list(config.objectives)
+    for section, settings, keys in (
+        ("kernel", config.kernel, ()),
+        ("optimization", config.optimization, ("weights", "bounds")),
+    ):
+        if len(objectives) == 1:
+            for key in keys:
+                if settings.given(key):
+                    raise _fail(
+                        config,
+                        section,
+                        key,
+                        getattr(settings, key),
+                        "applies only to campaigns with several [objectives]; remove it",
+                    )
+        try:
+            settings.check_objectives(objectives)
+        except SettingError as error:
+            raise _fail(config, section, error.key, error.value, error.message) from None
+
+
+def _check_transfer(config: CampaignConfig, model: ConfigFile) -> None:
+    if model.transfer.given("warm_start") and (
+        config.sampling.method != "ga_adaptive" or not config.transfer_sources
+    ):
+        raise _fail(
+            config,
+            "transfer",
+            "warm_start",
+            config.transfer_warm_start,
+            'applies only to method = "ga_adaptive" with [transfer] sources; remove it',
+        )
+
+
+def _builtin_kernel(config: CampaignConfig) -> Any:
+    """The shipped kernel of a cffi / cupy configuration, checked against it."""
+    from mlkaps_gpu.kernels import BUILTIN_KERNELS, load_builtin
+
+    name = config.kernel.builtin or ""
+    if name not in BUILTIN_KERNELS:
+        raise _fail(
+            config,
+            "kernel",
+            "builtin",
+            name,
+            f"unknown kernel (shipped: {', '.join(sorted(BUILTIN_KERNELS))})",
+        )
+    kernel = load_builtin(name)
+    language = {"cffi": "c", "cupy": "cuda"}[config.kernel.executor]
+    if kernel.language != language:
+        other = "cupy" if kernel.language == "cuda" else "cffi"
+        raise _fail(
+            config,
+            "kernel",
+            "builtin",
+            name,
+            f'a {kernel.language.upper()} kernel: use executor = "{other}"',
+        )
+    missing = [o for o in config.objectives if o not in kernel.objectives]
+    if missing:
+        raise _fail(
+            config,
+            "objectives",
+            missing[0],
+            None,
+            f"the kernel produces only {', '.join(kernel.objectives)}",
+        )
+    return kernel
+
+
+def check_constraint_literals(config: CampaignConfig, constraints: Sequence[str]) -> None:
+    """Refuse literals the generated C cannot hold: numbers not finite as a C double
+    (``1e400``, huge integers) and strings with trigraphs or control characters."""
+    for index, text in enumerate(constraints):
+        key = f"constraints[{index}]"
+        try:
+            check_c_text(text, what="constraint")
+            tree = ast.parse(text.strip(), mode="eval")
+        except ValueError as error:
+            raise _fail(config, "design", key, text, str(error)) from None
+        except (SyntaxError, RecursionError, MemoryError):
+            continue  # the constraint parser reports it, with the position
+        for node in _constants(tree):
+            value = node.value
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                try:
+                    finite = math.isfinite(float(value))
+                except OverflowError:
+                    finite = False
+                if not finite:
+                    raise _fail(
+                        config,
+                        "design",
+                        key,
+                        text,
+                        f"the literal {ast.get_source_segment(text.strip(), node) or value} is "
+                        "not a finite C double (at most about 1.8e308)",
+                    )
+            elif isinstance(value, str):
+                try:
+                    check_c_text(value, what="string")
+                except ValueError as error:
+                    raise _fail(config, "design", key, text, str(error)) from None
+
+
+def _constants(tree: ast.AST) -> list[ast.Constant]:
+    found, stack = [], [tree]
+    while stack:  # iterative: constraints may nest deeply
+        node = stack.pop()
+        if isinstance(node, ast.Constant):
+            found.append(node)
+        stack.extend(ast.iter_child_nodes(node))
+    return found
 
 
 def make_parameter(name: str, spec: Mapping[str, Any]) -> Parameter:
@@ -455,149 +657,107 @@ def build_space(
         raise ConfigError(f"{label}: [design]: {error}") from None
 
 
-def _sampling(reader: _Reader, table: Mapping[str, Any]) -> SamplingConfig:
-    method = reader.string(table, "sampling", "method", default="lhs", allowed=SAMPLING_METHODS)
-    budget = reader.integer(table, "sampling", "budget", default=500)
-    if budget <= 0:
-        reader.fail("sampling", "budget", f"must be a positive number of evaluations, got {budget}")
-    batch = reader.integer(table, "sampling", "batch_size", default=min(50, budget), minimum=1)
-    fractions = {}
-    for key, default in (("bootstrap", 0.2), ("eps_initial", 0.3), ("eps_final", 0.8)):
-        value = table.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
-            reader.fail("sampling", key, f"must be a fraction in [0, 1], got {value!r}")
-        fractions[key] = float(value)
-    sub_sampler = reader.string(
-        table,
-        "sampling",
-        "sub_sampler",
-        default="lhs",
-        allowed=("lhs", "random", "hvs", "hvsr", "bayes"),
-    )
-    fixed = table.get("fixed", {})
-    if not isinstance(fixed, dict):
-        reader.fail("sampling", "fixed", "must be a table {input = value} held during sampling")
-    return SamplingConfig(
-        method=method,
-        budget=budget,
-        batch_size=batch,
-        sub_sampler=sub_sampler,
-        fixed=dict(fixed),
-        **fractions,
-    )
+def check_space(config: CampaignConfig, space: Space) -> None:
+    """Checks of the configuration against its space: satisfiable constraints, fixed inputs in
+    their domains, the grid, the command's ``{name}`` fields (before anything is measured).
 
+    Raises:
+        ConfigError: naming the key.
+    """
+    import numpy as np
 
-def _surrogate(reader: _Reader, table: Mapping[str, Any]) -> SurrogateConfig:
-    params = table.get("params", {})
-    if not isinstance(params, dict):
-        reader.fail("surrogate", "params", "must be a table of LightGBM parameters")
-    return SurrogateConfig(
-        n_estimators=reader.integer(table, "surrogate", "n_estimators", default=300, minimum=1),
-        log_target=reader.boolean(table, "surrogate", "log_target", default=False),
-        params=dict(params),
-    )
+    try:
+        space.check_satisfiable(np.random.default_rng(config.seed))
+    except SpaceError:
+        raise _fail(
+            config,
+            "design",
+            "constraints",
+            None,
+            f"no configuration satisfies them ({'; '.join(config.constraints)})",
+        ) from None
+    fixed = config.sampling.fixed
+    if fixed:
+        try:
+            space.with_fixed_inputs(fixed)
+        except SpaceError as error:
+            raise _fail(config, "sampling", "fixed", fixed, str(error)) from None
 
+    def axis_length(name: str, size: int) -> int:
+        return 1 if name in fixed else len(space.parameters[name].grid(size))
 
-def _optimization(reader: _Reader, table: Mapping[str, Any]) -> OptimizationConfig:
-    grid = table.get("grid", 16)
-    if isinstance(grid, bool) or not isinstance(grid, (int, dict)):
-        reader.fail("optimization", "grid", "must be a size or a table {input = size}")
-    sizes = grid.values() if isinstance(grid, dict) else [grid]
-    for size in sizes:
-        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-            reader.fail("optimization", "grid", f"sizes must be positive integers, got {size!r}")
-    weights = table.get("weights")
-    if weights is not None and (
-        not isinstance(weights, list) or not all(isinstance(w, (int, float)) for w in weights)
-    ):
-        reader.fail("optimization", "weights", "must be a list of numbers")
-    return OptimizationConfig(
-        grid=grid,
-        method=reader.string(
-            table, "optimization", "method", default="auto", allowed=OPTIMIZATION_METHODS
-        ),
-        population=reader.integer(table, "optimization", "population", default=40, minimum=4),
-        generations=reader.integer(table, "optimization", "generations", default=40, minimum=1),
-        weights=weights,
-        prefer_measured=reader.boolean(table, "optimization", "prefer_measured", default=True),
-        bounds=_bounds(reader, table.get("bounds", {})),
-        window=reader.integer(table, "optimization", "window", default=10, minimum=1),
-    )
-
-
-def _trees(reader: _Reader, table: Mapping[str, Any]) -> TreesConfig:
-    mode = reader.string(table, "trees", "mode", default="joint", allowed=TREE_MODES)
-    prefix = reader.string(table, "trees", "prefix", default="mlkaps")
-    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", prefix):
-        reader.fail("trees", "prefix", f"'{prefix}' is not a C identifier")
-    max_depth: int | str = "auto"
-    if table.get("max_depth", "auto") != "auto":
-        max_depth = reader.integer(table, "trees", "max_depth", default=8, minimum=1)
-    tolerance = table.get("depth_tolerance", 0.01)
-    if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or tolerance < 0:
-        reader.fail(
-            "trees", "depth_tolerance", f"must be a number >= 0 (e.g. 0.01), got {tolerance!r}"
+    try:
+        config.optimization.check_grid(space.input_names, axis_length)
+    except SettingError as error:
+        raise _fail(config, "optimization", error.key, error.value, error.message) from None
+    unknown = [f for f in config.kernel.command_fields() if f not in space.parameters]
+    if unknown:
+        raise _fail(
+            config,
+            "kernel",
+            "command",
+            config.kernel.command,
+            f"{{{unknown[0]}}} is not a parameter (parameters: {', '.join(space.names)})",
         )
-    return TreesConfig(
-        mode=mode,
-        max_depth=max_depth,
-        depth_tolerance=float(tolerance),
-        prefix=prefix,
-        verify_inputs=reader.integer(table, "trees", "verify_inputs", default=10_000, minimum=1),
+
+
+def check_campaign(config: CampaignConfig, model: ConfigFile | None = None) -> None:
+    """Every check that spans sections and needs no kernel to run (see the module docstring).
+
+    Raises:
+        ConfigError: the first problem, naming its key.
+    """
+    label = config.path.name
+    check_names(
+        config,
+        {
+            "inputs": list(config.input_specs),
+            "design": list(config.design_specs),
+            "objectives": list(config.objectives),
+        },
     )
+    _check_objectives(config)
+    if model is not None:
+        _check_transfer(config, model)
+    check_constraint_literals(config, config.constraints)
+    inputs = parameters_from_specs(label, "inputs", config.input_specs)
+    design = parameters_from_specs(label, "design", config.design_specs)
+    constraints = config.constraints
+    executor = config.kernel.executor
+    if executor == "replay":
+        if design:
+            raise _fail(
+                config,
+                "design",
+                design[0].name,
+                None,
+                "a replay campaign takes its design parameters from the data; give only "
+                "'constraints'",
+            )
+        return  # the data's parameters are checked when the executor is prepared
+    if executor in ("cffi", "cupy"):
+        kernel = _builtin_kernel(config)
+        inputs = inputs or list(kernel.inputs)
+        design = design or list(kernel.design)
+        constraints = constraints or list(kernel.constraints)
+    probe = CampaignConfig(**{**config.__dict__, "constraints": list(constraints)})
+    check_space(probe, build_space(probe, inputs, design))
 
 
-def _execution(reader: _Reader, table: Mapping[str, Any]) -> ExecutionConfig:
-    backend = reader.string(
-        table, "execution", "backend", default="local", allowed=("local", "dask")
-    )
-    cluster = reader.string(
-        table, "execution", "cluster", default="local", allowed=("local", "slurm")
-    )
-    scheduler = table.get("scheduler")
-    if scheduler is not None and (
-        not isinstance(scheduler, str) or not re.fullmatch(r"(tcp|tls|inproc)://\S+", scheduler)
-    ):
-        reader.fail(
-            "execution", "scheduler", f"must be an address like tcp://host:8786, got {scheduler!r}"
-        )
-    options = table.get("options", {})
-    if not isinstance(options, dict):
-        reader.fail("execution", "options", "must be a table (passed to the Dask cluster)")
-    return ExecutionConfig(
-        backend=backend,
-        cluster=cluster,
-        scheduler=scheduler,
-        workers=reader.integer(table, "execution", "workers", default=1, minimum=1),
-        in_flight=reader.integer(table, "execution", "in_flight", default=2, minimum=1),
-        options=dict(options),
-    )
-
-
-def _transfer(reader: _Reader, table: Mapping[str, Any], base: Path) -> list[Path]:
-    sources = table.get("sources", [])
-    if not isinstance(sources, list) or not all(isinstance(s, str) for s in sources):
-        reader.fail("transfer", "sources", "must be a list of campaign directories")
-    paths = []
-    for index, source in enumerate(sources):
-        path = Path(_expand(source, reader, f"sources[{index}]", "transfer"))
-        path = path if path.is_absolute() else base / path
-        if not (path / "campaign.json").is_file() or not (path / "samples.sqlite").is_file():
-            reader.fail("transfer", f"sources[{index}]", f"not a campaign directory: {path}")
-        paths.append(path)
-    return paths
-
-
-def _warm_start(reader: _Reader, table: Mapping[str, Any]) -> float:
-    value = table.get("warm_start", 0.2)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
-        reader.fail("transfer", "warm_start", f"must be a fraction in [0, 1], got {value!r}")
-    return float(value)
-
-
-def _bounds(reader: _Reader, bounds: Any) -> dict[str, float]:
-    if not isinstance(bounds, dict) or not all(
-        isinstance(v, (int, float)) and not isinstance(v, bool) for v in bounds.values()
-    ):
-        reader.fail("optimization", "bounds", "must be a table {objective = number}")
-    return {str(k): float(v) for k, v in bounds.items()}
+__all__ = [
+    "STORE_COLUMNS",
+    "CampaignConfig",
+    "CampaignSection",
+    "ConfigError",
+    "ConfigFile",
+    "DesignSection",
+    "TransferSettings",
+    "build_space",
+    "check_campaign",
+    "check_names",
+    "check_space",
+    "load_config",
+    "make_parameter",
+    "parameters_from_specs",
+    "parse_config",
+]

@@ -7,16 +7,16 @@ import importlib
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from mlkaps_gpu.campaign._config import (
     CampaignConfig,
     ConfigError,
     build_space,
+    check_names,
+    check_space,
     parameters_from_specs,
 )
 from mlkaps_gpu.executors import Executor, ExecutorError, PythonExecutor, ReplayDataError
-from mlkaps_gpu.space import Parameter, Space, SpaceError
+from mlkaps_gpu.space import Parameter, Space
 
 
 @dataclass
@@ -39,6 +39,8 @@ def prepare(config: CampaignConfig) -> Setup:
     expert = None
     if kernel.executor == "python":
         executor: Executor = _python_executor(config)
+    elif kernel.executor == "command":
+        executor = _command_executor(config)
     elif kernel.executor == "replay":
         executor, replay_inputs, replay_design = _replay_executor(config)
         if design:
@@ -46,6 +48,7 @@ def prepare(config: CampaignConfig) -> Setup:
                 f"{label}: [design] {design[0].name}: a replay campaign takes its design "
                 "parameters from the data; give only 'constraints'"
             )
+        check_names(config, {"kernel": [p.name for p in [*replay_inputs, *replay_design]]})
         inputs = [*replay_inputs, *inputs]
         design = replay_design
     else:
@@ -54,18 +57,7 @@ def prepare(config: CampaignConfig) -> Setup:
         design = design or builtin_design
     _check_unique(label, inputs, design)
     space = build_space(config, inputs, design)
-    try:
-        space.check_satisfiable(np.random.default_rng(config.seed))
-    except SpaceError:
-        raise ConfigError(
-            f"{label}: [design] constraints: no configuration satisfies them "
-            f"({'; '.join(config.constraints)})"
-        ) from None
-    if config.sampling.fixed:
-        try:
-            space.with_fixed_inputs(config.sampling.fixed)
-        except SpaceError as error:
-            raise ConfigError(f"{label}: [sampling] fixed: {error}") from None
+    check_space(config, space)  # satisfiable, fixed inputs, grid, command fields
     objectives = list(config.objectives)
     unknown_bounds = sorted(set(config.optimization.bounds) - set(objectives[1:]))
     if unknown_bounds:
@@ -118,6 +110,26 @@ def _python_executor(config: CampaignConfig) -> Executor:
         warmup=kernel.warmup,
         measure=kernel.measure,
     )
+
+
+def _command_executor(config: CampaignConfig) -> Executor:
+    from mlkaps_gpu.executors import CommandExecutor
+
+    kernel = config.kernel
+    try:
+        return CommandExecutor(
+            kernel.command or [],
+            objectives=tuple(config.objectives),
+            pattern=kernel.pattern,
+            repeats=kernel.repeats,
+            warmup=kernel.warmup,
+            timeout_s=kernel.timeout,
+            cwd=kernel.cwd,
+            env=kernel.env,
+            invalid_exit_codes=kernel.invalid_exit_codes,
+        )
+    except ExecutorError as error:
+        raise ConfigError(f"{config.path.name}: [kernel] command: {error}") from None
 
 
 def _replay_executor(config: CampaignConfig) -> tuple[Executor, list[Parameter], list[Parameter]]:

@@ -25,6 +25,7 @@ _COMMAND_MODULES = {
     "report": "mlkaps_gpu.cli._report",
     "export": "mlkaps_gpu.cli._export",
     "analyze": "mlkaps_gpu.cli._analyze",
+    "check": "mlkaps_gpu.cli._check",
 }
 log = logging.getLogger("mlkaps_gpu")
 
@@ -90,6 +91,7 @@ def _one_line(error: BaseException) -> str:
 def _run_campaign(config: Any, out: Path, *, force: bool, quiet: bool) -> int:
     from mlkaps_gpu.campaign import Campaign
 
+    _check_out(out)
     campaign = Campaign.create_or_resume(config, out, force=force)
     progress = Progress(quiet)
     started = time.perf_counter()
@@ -105,6 +107,17 @@ def _run_campaign(config: Any, out: Path, *, force: bool, quiet: bool) -> int:
             f"header {campaign.header_path}"
         )
     return 0
+
+
+def _check_out(out: Path) -> None:
+    """Refuse an ``--out`` that names (or lies under) something other than a directory."""
+    from mlkaps_gpu.campaign import CampaignError
+
+    for path in (out, *out.parents):
+        if path.exists():
+            if not path.is_dir():
+                raise CampaignError(f"--out {out}: {path} exists and is not a directory")
+            return
 
 
 def _tune(args: argparse.Namespace) -> int:

@@ -11,9 +11,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from mlkaps_gpu.space import Parameter
+from mlkaps_gpu.space import RESERVED_C_NAMES, Parameter, check_identifier
 
-_PREFIX_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _NOT_IDENTIFIER_CHAR = re.compile(r"[^A-Za-z0-9_]")
 
 
@@ -35,23 +34,17 @@ RESERVED_WORDS: frozenset[str] = _words(
     "noexcept not not_eq operator or or_eq private protected public reinterpret_cast requires",
     "static_cast template this throw try typeid typename using virtual wchar_t xor xor_eq",
     "NULL EOF errno assert offsetof INFINITY NAN HUGE_VAL complex imaginary I main",
-)
+) | frozenset(RESERVED_C_NAMES)
 
 
 def validate_prefix(prefix: str) -> str:
-    """Check a symbol prefix: ``[A-Za-z_][A-Za-z0-9_]*`` and not a C/C++ keyword.
+    """Check a symbol prefix with the configuration's identifier rules
+    (:func:`mlkaps_gpu.space.check_identifier`: ASCII, not reserved, no leading ``_``).
 
     Raises:
         ValueError: the prefix cannot start C identifiers as given.
     """
-    if not isinstance(prefix, str) or not _PREFIX_PATTERN.fullmatch(prefix):
-        raise ValueError(
-            f"header prefix {prefix!r} is not a C identifier: use ASCII letters, digits and '_',"
-            " not starting with a digit (e.g. 'mlkaps')"
-        )
-    if prefix in RESERVED_WORDS:
-        raise ValueError(f"header prefix {prefix!r} is a C/C++ reserved word; choose another")
-    return prefix
+    return check_identifier(prefix, what="header prefix")
 
 
 def sanitize(text: str) -> str:

@@ -21,6 +21,13 @@ from mlkaps_gpu.executors._kernel_tuner_cache import KernelTunerCache, load_kern
 from mlkaps_gpu.executors._python import PythonExecutor
 from mlkaps_gpu.executors._replay import ReplayExecutor
 from mlkaps_gpu.executors._replay_data import ReplayDataError, ReplayTable, load_replay_csv
+from mlkaps_gpu.executors._settings import (
+    EXECUTORS,
+    KERNEL_KEYS,
+    ExecutionSettings,
+    KernelSettings,
+    expand_path,
+)
 from mlkaps_gpu.executors._timing import (
     TimingPolicy,
     TimingSummary,
@@ -31,6 +38,11 @@ from mlkaps_gpu.executors._timing import (
 from mlkaps_gpu.executors._worker_api import Design, KernelCall
 
 __all__ = [
+    "EXECUTORS",
+    "KERNEL_KEYS",
+    "ExecutionSettings",
+    "KernelSettings",
+    "expand_path",
     "DaskExecutor",
     "CffiExecutor",
     "CommandExecutor",

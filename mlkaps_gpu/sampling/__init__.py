@@ -5,6 +5,7 @@ from mlkaps_gpu.sampling._bayes import BAYES_ACQUISITIONS, BayesianSampler
 from mlkaps_gpu.sampling._ga_adaptive import SUB_SAMPLERS, GAAdaptiveSampler
 from mlkaps_gpu.sampling._hvs import HVSrSampler, HVSSampler
 from mlkaps_gpu.sampling._random import LHSSampler, RandomSampler
+from mlkaps_gpu.sampling._settings import MAX_BATCH_SIZE, MAX_BUDGET, SamplingSettings
 
 SAMPLERS: dict[str, type[Sampler]] = {
     "random": RandomSampler,
@@ -16,6 +17,9 @@ SAMPLERS: dict[str, type[Sampler]] = {
 }
 
 __all__ = [
+    "MAX_BATCH_SIZE",
+    "MAX_BUDGET",
+    "SamplingSettings",
     "BAYES_ACQUISITIONS",
     "SAMPLERS",
     "SUB_SAMPLERS",

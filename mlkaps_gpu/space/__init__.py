@@ -1,7 +1,27 @@
 """Search spaces: parameters, the safe constraint language, valid sampling, repair, grids."""
 
 from mlkaps_gpu.space._constraints import Constraint, ConstraintError, parse_constraint
+from mlkaps_gpu.space._identifiers import (
+    MAX_IDENTIFIER_LENGTH,
+    RESERVED_C_NAMES,
+    IdentifierError,
+    check_c_text,
+    check_distinct,
+    check_identifier,
+)
 from mlkaps_gpu.space._parameters import KINDS, Parameter, SpaceError, parse_value
+from mlkaps_gpu.space._settings import (
+    INT64_MAX,
+    INT64_MIN,
+    FiniteFloat,
+    Int64,
+    ParameterSpec,
+    Scalar,
+    SettingError,
+    SettingsModel,
+    describe_allowed,
+    is_finite_number,
+)
 from mlkaps_gpu.space._space import NEIGHBOUR_KINDS, Space, nearest_codes
 
 __all__ = [
@@ -15,4 +35,20 @@ __all__ = [
     "SpaceError",
     "parse_constraint",
     "parse_value",
+    "INT64_MAX",
+    "INT64_MIN",
+    "MAX_IDENTIFIER_LENGTH",
+    "RESERVED_C_NAMES",
+    "FiniteFloat",
+    "IdentifierError",
+    "Int64",
+    "ParameterSpec",
+    "Scalar",
+    "SettingError",
+    "SettingsModel",
+    "check_c_text",
+    "check_distinct",
+    "check_identifier",
+    "describe_allowed",
+    "is_finite_number",
 ]

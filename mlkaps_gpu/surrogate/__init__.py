@@ -11,8 +11,16 @@ from mlkaps_gpu.surrogate._gaussian_process import (
     standardised_acquisition,
 )
 from mlkaps_gpu.surrogate._lightgbm import DEFAULT_PARAMS, LightGBMSurrogate, accuracy
+from mlkaps_gpu.surrogate._settings import (
+    MAX_N_ESTIMATORS,
+    SurrogateSettings,
+    check_lightgbm_params,
+)
 
 __all__ = [
+    "MAX_N_ESTIMATORS",
+    "SurrogateSettings",
+    "check_lightgbm_params",
     "ACQUISITIONS",
     "Acquisition",
     "DEFAULT_PARAMS",

@@ -25,8 +25,11 @@ from mlkaps_gpu.trees._model import FLOAT32_MAX, DecisionModel, LeafOutput, Tree
 from mlkaps_gpu.trees._regret import RegretOracle, RegretSummary, Score, relative_regret
 from mlkaps_gpu.trees._selector import PerParameterSelector, Selector, tool_versions
 from mlkaps_gpu.trees._validity import Validity, clamp_bounds
+from mlkaps_gpu.trees._settings import MAX_TREE_DEPTH, TreesSettings
 
 __all__ = [
+    "MAX_TREE_DEPTH",
+    "TreesSettings",
     "clamp_bounds",
     "DEFAULT_DEPTHS",
     "DEFAULT_TOLERANCE",

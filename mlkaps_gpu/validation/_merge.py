@@ -293,6 +293,38 @@ def _withdraw(campaign: Campaign, header: Path) -> Path:
     return target
 
 
+def _summary(
+    campaign: Campaign,
+    expert: Reference,
+    decisions: pd.DataFrame,
+    shipped: bool,
+    header: Path,
+    attempts: list[dict[str, Any]],
+    details: dict[str, Any],
+    agree: np.ndarray,
+) -> dict[str, Any]:
+    """What the merge decided and shipped (``merge/summary.json`` without the validations)."""
+    return {
+        "expert": expert.label,
+        "shipped": "merged" if shipped else "expert",
+        "header": header.name if shipped else None,
+        "rejected_header": None if shipped else str(header.relative_to(campaign.directory)),
+        "rule": (
+            "a merged header ships only when its validation against the expert has no "
+            "regression beyond noise and a geometric-mean speedup of at least 1; a tree fitted "
+            f"at depth 'auto' that fails is refitted at depth {FAITHFUL_DEPTH}"
+        ),
+        "attempts": attempts,
+        "kept_tuned": int((decisions["source"] == "tuned").sum()),
+        "kept_expert": int((decisions["source"] == "expert").sum()),
+        "tree_agreement": float(np.mean(agree)) if len(agree) else 1.0,
+        "tree_disagreements": int(np.sum(~agree)),
+        "tree": {k: v for k, v in details.items() if k not in ("verification", "fit_seconds")},
+        "verification": details["verification"],
+        "fit_seconds": details["fit_seconds"],
+    }
+
+
 def merge(
     campaign: Campaign,
     expert: Reference,
@@ -341,27 +373,8 @@ def merge(
     shipped = ships(after) and int((decisions["source"] == "tuned").sum()) > 0
     if not shipped:
         header = _withdraw(campaign, header)
-    summary = {
-        "expert": expert.label,
-        "shipped": "merged" if shipped else "expert",
-        "header": header.name if shipped else None,
-        "rejected_header": None if shipped else str(header.relative_to(campaign.directory)),
-        "rule": (
-            "a merged header ships only when its validation against the expert has no "
-            "regression beyond noise and a geometric-mean speedup of at least 1; a tree fitted "
-            f"at depth 'auto' that fails is refitted at depth {FAITHFUL_DEPTH}"
-        ),
-        "attempts": attempts,
-        "kept_tuned": int((decisions["source"] == "tuned").sum()),
-        "kept_expert": int((decisions["source"] == "expert").sum()),
-        "tree_agreement": float(np.mean(agree)) if len(agree) else 1.0,
-        "tree_disagreements": int(np.sum(~agree)),
-        "tree": {k: v for k, v in details.items() if k not in ("verification", "fit_seconds")},
-        "verification": details["verification"],
-        "fit_seconds": details["fit_seconds"],
-        "before": before.summary,
-        "after": after.summary,
-    }
+    summary = _summary(campaign, expert, decisions, shipped, header, attempts, details, agree)
+    summary.update({"before": before.summary, "after": after.summary})
     if headroom is not None and headroom.points > 0:
         summary["headroom"] = measure_headroom(
             campaign, expert, after, headroom, shipped=shipped, repeats=settings["repeats"]

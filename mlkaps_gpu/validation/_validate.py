@@ -286,7 +286,6 @@ def point_statistics(
     *,
     alpha: float,
     noise_log: np.ndarray,
-    rng: np.random.Generator,
 ) -> pd.DataFrame:
     """Per point: median costs, speedup, p-values and the verdict (module docstring)."""
     tuned, reference = costs["tuned"], costs["reference"]
@@ -464,8 +463,6 @@ def validate(
         tag=tag,
         progress=progress,
     )
-    optimization_grid = campaign.grid()[space.input_names]
-    on_grid = points.merge(optimization_grid.drop_duplicates(), on=space.input_names).shape[0]
     configured = pd.concat(
         [points, tuned_configs.add_prefix("tuned_"), reference_configs.add_prefix("reference_")],
         axis=1,
@@ -475,6 +472,26 @@ def validate(
         "tuned": tuned.label,
         "reference": reference.label,
         "reference_kind": reference.kind,
+        **_run_metadata(campaign, points, sizes, measurements),
+        "seconds": round(time.perf_counter() - started, 1),
+        "load_average": [load_before, _load_average()],
+        "environment_warnings": differences,
+    }
+    validation = Validation(configured, measurements, metadata)
+    return reassess(validation, space, repeats=repeats, alpha=alpha, seed=seed)
+
+
+def _run_metadata(
+    campaign: Campaign,
+    points: pd.DataFrame,
+    sizes: Mapping[str, int] | None,
+    measurements: pd.DataFrame,
+) -> dict[str, Any]:
+    """The objective, the inputs and the grid of a validation run (JSON-ready)."""
+    space = campaign.sampling_space
+    optimization_grid = campaign.grid()[space.input_names]
+    on_grid = points.merge(optimization_grid.drop_duplicates(), on=space.input_names).shape[0]
+    return {
         "objective": campaign.setup.objectives[0],
         "direction": campaign.setup.directions[0],
         "inputs": space.input_names,
@@ -483,12 +500,7 @@ def validate(
         "grid_kind": "cell centres (geometric for log inputs) of equal cells per input",
         "on_optimization_grid": int(on_grid),
         "measurements": len(measurements),
-        "seconds": round(time.perf_counter() - started, 1),
-        "load_average": [load_before, _load_average()],
-        "environment_warnings": differences,
     }
-    validation = Validation(configured, measurements, metadata)
-    return reassess(validation, space, repeats=repeats, alpha=alpha, seed=seed)
 
 
 def reassess(
@@ -512,7 +524,7 @@ def reassess(
     rng = np.random.default_rng(seed)
     noise_log = noise_threshold(paired_differences(costs), rng)
     same = np.all(space.design_codes(tuned) == space.design_codes(reference), axis=1)
-    statistics = point_statistics(costs, same, alpha=alpha, noise_log=noise_log, rng=rng)
+    statistics = point_statistics(costs, same, alpha=alpha, noise_log=noise_log)
     table = pd.concat(
         [
             points,
@@ -524,36 +536,7 @@ def reassess(
         axis=1,
     )
     summary.update(summarize(table, space.input_names))
-    noise = table["noise"].dropna()
-    aa = np.abs(np.log(table.loc[same & (table["verdict"] != "failed"), "speedup"]))
-    differing = int(np.sum(~same & (table["verdict"] != "failed").to_numpy()))
-    summary.update(
-        {
-            "repeats": repeats,
-            "alpha": alpha,
-            "test": (
-                "one-sided Wilcoxon signed-rank test (exact, over sign flips) on the per-round "
-                "log ratios tuned / reference, and |log speedup| beyond the noise threshold; "
-                "points where both sides have the same configuration are 'same'"
-            ),
-            "smallest_p_value": 2.0**-repeats,
-            "noise_threshold": float(noise.median()) if len(noise) else 0.0,
-            "noise_threshold_p90": float(noise.quantile(0.9)) if len(noise) else 0.0,
-            "noise_method": (
-                f"per point, the {NOISE_QUANTILE:.2f} quantile over every sign flip of "
-                "|median of the per-round log ratios minus their median| (the A/A spread of "
-                "the reported speedup given that point's round-to-round noise); "
-                "noise_threshold is its median over the points, noise_threshold_p90 its 90th "
-                "percentile"
-            ),
-            "same_configuration_spread": (
-                {"points": len(aa), "p95": float(np.exp(np.quantile(aa, 0.95)) - 1.0)}
-                if len(aa)
-                else None
-            ),
-            "false_calls_bound": float(alpha * differing),
-        }
-    )
+    summary.update(_test_settings(table, same, repeats, alpha))
     summary.pop("warning", None)
     if 2.0**-repeats >= alpha:
         summary["warning"] = (
@@ -562,6 +545,40 @@ def reassess(
             "regression"
         )
     return Validation(table, validation.measurements, summary)
+
+
+def _test_settings(
+    table: pd.DataFrame, same: np.ndarray, repeats: int, alpha: float
+) -> dict[str, Any]:
+    """The test, the noise thresholds and the bound on false calls of a reassessed run."""
+    noise = table["noise"].dropna()
+    aa = np.abs(np.log(table.loc[same & (table["verdict"] != "failed"), "speedup"]))
+    differing = int(np.sum(~same & (table["verdict"] != "failed").to_numpy()))
+    return {
+        "repeats": repeats,
+        "alpha": alpha,
+        "test": (
+            "one-sided Wilcoxon signed-rank test (scipy.stats.wilcoxon, exact) on the per-round "
+            "log ratios tuned / reference, and |log speedup| beyond the noise threshold; "
+            "points where both sides have the same configuration are 'same'"
+        ),
+        "smallest_p_value": 2.0**-repeats,
+        "noise_threshold": float(noise.median()) if len(noise) else 0.0,
+        "noise_threshold_p90": float(noise.quantile(0.9)) if len(noise) else 0.0,
+        "noise_method": (
+            f"per point, the {NOISE_QUANTILE:.2f} quantile over every sign flip of "
+            "|median of the per-round log ratios minus their median| (the A/A spread of "
+            "the reported speedup given that point's round-to-round noise); "
+            "noise_threshold is its median over the points, noise_threshold_p90 its 90th "
+            "percentile"
+        ),
+        "same_configuration_spread": (
+            {"points": len(aa), "p95": float(np.exp(np.quantile(aa, 0.95)) - 1.0)}
+            if len(aa)
+            else None
+        ),
+        "false_calls_bound": float(alpha * differing),
+    }
 
 
 def write_validation(validation: Validation, folder: Path, space: Space) -> list[Path]:

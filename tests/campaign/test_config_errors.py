@@ -35,7 +35,7 @@ def _variant(old: str, new: str) -> str:
 CASES = {
     "unknown_type": (
         _variant('n = { type = "int"', 'n = { type = "integer"'),
-        ["[inputs] n", "unknown type 'integer'"],
+        ["[inputs] n.type", "\"integer\"", "must be one of"],
     ),
     "min_greater_than_max": (
         _variant("range = [16, 1024]", "range = [1024, 16]"),
@@ -47,7 +47,7 @@ CASES = {
     ),
     "duplicate_name_across_sections": (
         _variant('block = { type = "int", values', 'n = { type = "int", values'),
-        ["[design] n", "duplicate parameter name"],
+        ["[design] n", "duplicate name (also in [inputs])"],
     ),
     "duplicate_key_in_section": (
         _variant("[design]\n", '[design]\nblock = { type = "int", values = [1] }\n'),
@@ -75,7 +75,7 @@ CASES = {
     ),
     "non_positive_budget": (
         _variant("budget = 10", "budget = 0"),
-        ["[sampling] budget", "positive"],
+        ["[sampling] budget", "must be an integer from 1 to"],
     ),
     "unknown_key": (
         _variant("budget = 10", "budget = 10\nbudgett = 3"),

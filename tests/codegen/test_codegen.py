@@ -56,13 +56,15 @@ def test_tiny_model_python_answers(tiny_model: DecisionModel) -> None:
     assert chosen["ratio"].tolist() == [0.0, 0.75, 0.75, 0.75, 0.75, 1.0, 1.0]
 
 
-@pytest.mark.parametrize("prefix", ["", "1abc", "a-b", "a b", "größe", "int", "switch", "x;y"])
+@pytest.mark.parametrize(
+    "prefix", ["", "1abc", "a-b", "a b", "größe", "int", "switch", "x;y", "_private", "pow", "main"]
+)
 def test_bad_prefix_rejected(selector: PerParameterSelector, prefix: str) -> None:
     with pytest.raises(ValueError, match="prefix"):
         render_header(selector, prefix)
 
 
-@pytest.mark.parametrize("prefix", ["mlkaps", "_private", "Tuner2", "a"])
+@pytest.mark.parametrize("prefix", ["mlkaps", "Tuner2", "a"])
 def test_good_prefix_accepted(prefix: str) -> None:
     assert validate_prefix(prefix) == prefix
 

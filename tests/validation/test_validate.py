@@ -164,7 +164,7 @@ def test_statistics_find_the_known_progressions_and_regressions_under_noise() ->
     noise = noise_threshold(paired_differences(costs), rng)
     same = np.zeros(40, dtype=bool)
     same[-5:] = True
-    table = point_statistics(costs, same, alpha=0.05, noise_log=noise, rng=rng)
+    table = point_statistics(costs, same, alpha=0.05, noise_log=noise)
     verdicts = table["verdict"].to_numpy()
     assert (verdicts[:10] == "progression").all() and (verdicts[10:20] == "regression").all()
     assert (verdicts[-5:] == "same").all()
@@ -206,9 +206,7 @@ def test_noise_threshold_follows_the_spread_and_failed_points_are_failed() -> No
         }
     )
     costs = cost_matrices(measurements, 2, 2, maximize=False)
-    table = point_statistics(
-        costs, np.zeros(2, dtype=bool), alpha=0.05, noise_log=np.zeros(2), rng=rng
-    )
+    table = point_statistics(costs, np.zeros(2, dtype=bool), alpha=0.05, noise_log=np.zeros(2))
     assert table["verdict"].tolist() == ["neutral", "failed"]
     assert table["speedup"][0] == pytest.approx(2.0)
 
