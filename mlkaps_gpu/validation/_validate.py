@@ -436,14 +436,7 @@ def validate(
         raise CampaignError(f"--repeats {repeats}: at least 2 repeats are needed for a test")
     if not 0.0 < alpha < 1.0:
         raise CampaignError(f"--alpha {alpha}: must lie in (0, 1)")
-    differences = campaign.environment_warnings()
-    for difference in differences:
-        warnings.warn(
-            f"{campaign.directory}: this machine differs from the one the campaign measured on "
-            f"({difference}); the validation measures this machine",
-            EnvironmentMismatchWarning,
-            stacklevel=2,
-        )
+    differences = _warn_environment(campaign)
     space = campaign.sampling_space
     if points is None:
         points = validation_grid(space, sizes or {})
@@ -479,6 +472,19 @@ def validate(
     }
     validation = Validation(configured, measurements, metadata)
     return reassess(validation, space, repeats=repeats, alpha=alpha, seed=seed)
+
+
+def _warn_environment(campaign: Campaign) -> list[str]:
+    """Warn for each way this machine differs from the campaign's; returns the differences."""
+    differences = campaign.environment_warnings()
+    for difference in differences:
+        warnings.warn(
+            f"{campaign.directory}: this machine differs from the one the campaign measured on "
+            f"({difference}); the validation measures this machine",
+            EnvironmentMismatchWarning,
+            stacklevel=3,
+        )
+    return differences
 
 
 def _run_metadata(
