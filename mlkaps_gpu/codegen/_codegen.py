@@ -256,6 +256,96 @@ def _select_function(model: DecisionModel, plan: NamePlan, name: str) -> list[st
     return lines
 
 
+def _preamble_blocks(
+    model: DecisionModel,
+    plan: NamePlan,
+    versions: Mapping[str, str],
+    provenance: Mapping[str, str] | None,
+    writer: ValidityWriter | None,
+) -> list[list[str]]:
+    """The top comment, the include guard (with ``<math.h>`` where the validity code needs it)
+    and the ``__host__ __device__`` macro."""
+    guard = [f"#ifndef {plan.guard}", f"#define {plan.guard}"]
+    if writer is not None and writer.needs_math:
+        guard += ["", "#include <math.h>"]
+    return [
+        _header_comment(model, plan, versions, provenance),
+        guard,
+        [
+            "#ifdef __CUDACC__",
+            f"#define {plan.hd_macro} __host__ __device__",
+            "#else",
+            f"#define {plan.hd_macro}",
+            "#endif",
+        ],
+    ]
+
+
+def _type_blocks(model: DecisionModel, plan: NamePlan) -> list[list[str]]:
+    """The enums of categorical inputs and design parameters, then the configuration struct."""
+    blocks = [
+        _enum_lines(parameter, input_names)
+        for parameter, input_names in zip(model.inputs, plan.inputs, strict=True)
+        if parameter.kind == "categorical"
+    ]
+    blocks += [
+        _enum_lines(parameter, output_names)
+        for parameter, output_names in zip(model.design, plan.outputs, strict=True)
+        if parameter.kind == "categorical"
+    ]
+    struct = [f"typedef struct {plan.config_type} {{"]
+    for parameter, output_names in zip(model.design, plan.outputs, strict=True):
+        struct.append(f"{INDENT}{c_type(parameter, output_names)} {output_names.field};")
+    struct.append(f"}} {plan.config_type};")
+    blocks.append(struct)
+    return blocks
+
+
+def _leaf_blocks(
+    model: DecisionModel, plan: NamePlan, *, lookup: bool
+) -> tuple[list[list[str]], list[bool]]:
+    """Each tree's leaf function(s), and for each tree whether it got the table form.
+
+    A tree with a table layout gets its nested form under the ``branches`` name and the table
+    lookup under the leaf function's name; any other tree gets the nested form only.
+    """
+    nan_possible = [parameter.kind == "float" for parameter in model.inputs]
+    blocks: list[list[str]] = []
+    tabled = []
+    for tree, function, branches in zip(
+        model.trees, plan.leaf_functions, plan.branch_functions, strict=True
+    ):
+        layout = table_layout(tree, len(model.inputs)) if lookup else None
+        tabled.append(layout is not None)
+        if layout is None:
+            blocks.append(emit_leaf_function(tree, function, plan.hd_macro, nan_possible))
+            continue
+        blocks.append(emit_leaf_function(tree, branches, plan.hd_macro, nan_possible))
+        blocks.append(
+            emit_table_leaf_function(tree, function, branches, plan.hd_macro, nan_possible, layout)
+        )
+    return blocks, tabled
+
+
+def _select_blocks(
+    model: DecisionModel, plan: NamePlan, writer: ValidityWriter | None
+) -> list[list[str]]:
+    """The validity code (if any) and the select function(s).
+
+    Where the select function checks the constraints, the trees' configuration moves to the
+    ``tree_select`` function and the checking select function calls it.
+    """
+    if writer is None:
+        return [_select_function(model, plan, plan.select_function)]
+    blocks = writer.blocks()
+    if writer.checks_in_select:
+        blocks.append(_select_function(model, plan, plan.validity.tree_select))
+        blocks.append(writer.select_function(_select_arguments(model, plan)))
+    else:
+        blocks.append(_select_function(model, plan, plan.select_function))
+    return blocks
+
+
 def render_model_header(
     model: DecisionModel,
     *,
@@ -279,47 +369,12 @@ def render_model_header(
         The header, byte-identical for the same model and arguments.
     """
     plan = NamePlan.build(prefix, model.inputs, model.design, model.tree_names)
-    nan_possible = [parameter.kind == "float" for parameter in model.inputs]
     writer = ValidityWriter(model, plan) if model.validity is not None else None
-    guard = [f"#ifndef {plan.guard}", f"#define {plan.guard}"]
-    if writer is not None and writer.needs_math:
-        guard += ["", "#include <math.h>"]
-    blocks: list[list[str]] = [
-        _header_comment(model, plan, versions, provenance),
-        guard,
-        [
-            "#ifdef __CUDACC__",
-            f"#define {plan.hd_macro} __host__ __device__",
-            "#else",
-            f"#define {plan.hd_macro}",
-            "#endif",
-        ],
-    ]
-    for parameter, input_names in zip(model.inputs, plan.inputs, strict=True):
-        if parameter.kind == "categorical":
-            blocks.append(_enum_lines(parameter, input_names))
-    for parameter, output_names in zip(model.design, plan.outputs, strict=True):
-        if parameter.kind == "categorical":
-            blocks.append(_enum_lines(parameter, output_names))
-    struct = [f"typedef struct {plan.config_type} {{"]
-    for parameter, output_names in zip(model.design, plan.outputs, strict=True):
-        struct.append(f"{INDENT}{c_type(parameter, output_names)} {output_names.field};")
-    struct.append(f"}} {plan.config_type};")
-    blocks.append(struct)
+    blocks = _preamble_blocks(model, plan, versions, provenance, writer)
+    blocks += _type_blocks(model, plan)
     blocks.append(_feature_function(plan))
-    tabled = []
-    for tree, function, branches in zip(
-        model.trees, plan.leaf_functions, plan.branch_functions, strict=True
-    ):
-        layout = table_layout(tree, len(model.inputs)) if lookup else None
-        tabled.append(layout is not None)
-        if layout is None:
-            blocks.append(emit_leaf_function(tree, function, plan.hd_macro, nan_possible))
-            continue
-        blocks.append(emit_leaf_function(tree, branches, plan.hd_macro, nan_possible))
-        blocks.append(
-            emit_table_leaf_function(tree, function, branches, plan.hd_macro, nan_possible, layout)
-        )
+    leaf_blocks, tabled = _leaf_blocks(model, plan, lookup=lookup)
+    blocks += leaf_blocks
     for output, output_names in zip(model.outputs, plan.outputs, strict=True):
         blocks.append(
             emit_value_function(
@@ -330,15 +385,7 @@ def render_model_header(
                 table=tabled[output.tree],
             )
         )
-    if writer is None:
-        blocks.append(_select_function(model, plan, plan.select_function))
-    else:
-        blocks += writer.blocks()
-        if writer.checks_in_select:
-            blocks.append(_select_function(model, plan, plan.validity.tree_select))
-            blocks.append(writer.select_function(_select_arguments(model, plan)))
-        else:
-            blocks.append(_select_function(model, plan, plan.select_function))
+    blocks += _select_blocks(model, plan, writer)
     blocks.append([f"#endif /* {plan.guard} */"])
     return "\n\n".join("\n".join(block) for block in blocks) + "\n"
 

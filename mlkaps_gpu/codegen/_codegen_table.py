@@ -94,6 +94,50 @@ def _array(c_type: str, name: str, items: list[str], per_line: int = 8) -> list[
     return lines
 
 
+def _padded_length(thresholds: np.ndarray) -> int:
+    """The threshold count rounded up to a multiple of :data:`_PAD`."""
+    return -(-len(thresholds) // _PAD) * _PAD
+
+
+def _strides(layout: list[tuple[int, np.ndarray]]) -> list[int]:
+    """Row-major strides of the cell table (last feature fastest)."""
+    strides = []
+    stride = 1
+    for _, thresholds in reversed(layout):
+        strides.append(stride)
+        stride *= len(thresholds) + 1
+    strides.reverse()
+    return strides
+
+
+def _count_block(
+    position: int, feature: int, thresholds: np.ndarray, stride: int, *, nan_possible: bool
+) -> list[str]:
+    """A block adding ``stride`` times the number of thresholds ``t<position>`` that feature
+    ``x[feature]`` exceeds to ``index``."""
+    value = f"x[{feature}]"
+    limit = double_literal(FLOAT32_MAX)
+    # integer, bool and categorical features lie well inside the float range (|x| <
+    # 2**63); only float inputs can exceed it (converting those is undefined in C)
+    lines = [f"{INDENT * 2}{{"]
+    if nan_possible:
+        lines.append(f"{INDENT * 3}const float v = {value} <= {limit}")
+        lines.append(
+            f"{INDENT * 4}? ({value} >= -{limit} ? (float){value} : -{_FLOAT32_MAX_LITERAL})"
+        )
+        lines.append(f"{INDENT * 4}: {_FLOAT32_MAX_LITERAL};")
+    else:
+        lines.append(f"{INDENT * 3}const float v = (float){value};")
+    lines.append(f"{INDENT * 3}int count = 0;")
+    lines.append(f"{INDENT * 3}for (k = 0; k < {_padded_length(thresholds)}; ++k) {{")
+    lines.append(f"{INDENT * 4}count += v > t{position}[k];")
+    lines.append(f"{INDENT * 3}}}")
+    multiplier = f" * {stride}" if stride != 1 else ""
+    lines.append(f"{INDENT * 3}index += count{multiplier};")
+    lines.append(f"{INDENT * 2}}}")
+    return lines
+
+
 def emit_table_leaf_function(
     tree: TreeStructure,
     name: str,
@@ -107,7 +151,6 @@ def emit_table_leaf_function(
     n_features = len(nan_possible)
     leaves = cell_leaves(tree, layout, n_features)
     cell_type = "unsigned char" if tree.n_leaves <= 256 else "unsigned short"
-    limit = double_literal(FLOAT32_MAX)
     lines = [
         f"static inline {hd_macro} int {name}(const double *x)",
         "{",
@@ -121,40 +164,17 @@ def emit_table_leaf_function(
         lines.append(f"{INDENT * 2}return {branches}(x); /* NaN: the tree's own policy */")
         lines.append(f"{INDENT}}}")
     lines.append(f"{INDENT}{{")
-    strides = []
-    stride = 1
-    for _, thresholds in reversed(layout):
-        strides.append(stride)
-        stride *= len(thresholds) + 1
-    strides.reverse()
     for position, (_, thresholds) in enumerate(layout):
-        padded = -(-len(thresholds) // _PAD) * _PAD
         items = [_float_literal(t) for t in thresholds]
-        items += [_FLOAT32_MAX_LITERAL] * (padded - len(thresholds))
+        items += [_FLOAT32_MAX_LITERAL] * (_padded_length(thresholds) - len(thresholds))
         lines += _array("float", f"t{position}", items)
     lines += _array(cell_type, "cell", [str(int(v)) for v in leaves], per_line=16)
     lines.append(f"{INDENT * 2}int k, index = 0;")
+    strides = _strides(layout)
     for position, (feature, thresholds) in enumerate(layout):
-        padded = -(-len(thresholds) // _PAD) * _PAD
-        value = f"x[{feature}]"
-        # integer, bool and categorical features lie well inside the float range (|x| <
-        # 2**63); only float inputs can exceed it (converting those is undefined in C)
-        lines.append(f"{INDENT * 2}{{")
-        if nan_possible[feature]:
-            lines.append(f"{INDENT * 3}const float v = {value} <= {limit}")
-            lines.append(
-                f"{INDENT * 4}? ({value} >= -{limit} ? (float){value} : -{_FLOAT32_MAX_LITERAL})"
-            )
-            lines.append(f"{INDENT * 4}: {_FLOAT32_MAX_LITERAL};")
-        else:
-            lines.append(f"{INDENT * 3}const float v = (float){value};")
-        lines.append(f"{INDENT * 3}int count = 0;")
-        lines.append(f"{INDENT * 3}for (k = 0; k < {padded}; ++k) {{")
-        lines.append(f"{INDENT * 4}count += v > t{position}[k];")
-        lines.append(f"{INDENT * 3}}}")
-        multiplier = f" * {strides[position]}" if strides[position] != 1 else ""
-        lines.append(f"{INDENT * 3}index += count{multiplier};")
-        lines.append(f"{INDENT * 2}}}")
+        lines += _count_block(
+            position, feature, thresholds, strides[position], nan_possible=nan_possible[feature]
+        )
     lines.append(f"{INDENT * 2}return cell[index];")
     lines.append(f"{INDENT}}}")
     lines.append("#endif")

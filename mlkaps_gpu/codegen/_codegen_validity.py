@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -39,6 +40,21 @@ _MATH_FUNCTIONS = re.compile(r"\b(floor|pow|fabs)\(")
 def _argument_type(parameter: Parameter, names: InputNames) -> str:
     """Type of an input in the satisfies/fallback signatures: enum, or double."""
     return c_type(parameter, names) if parameter.kind == "categorical" else "double"
+
+
+@dataclass(frozen=True)
+class _FallbackLocals:
+    """Local variable names of the fallback function (one per constrained parameter in
+    ``targets`` and ``codes``)."""
+
+    chosen: str
+    best: str
+    trial: str
+    best_distance: str
+    distance: str
+    k: str
+    targets: list[str]
+    codes: list[str]
 
 
 class ValidityWriter:
@@ -277,40 +293,27 @@ class ValidityWriter:
         lines.append("}")
         return lines
 
-    def fallback_function(self) -> list[str]:
-        plan, validity = self.plan, self.validity
-        positions = validity.constrained_design
+    def _fallback_locals(self) -> _FallbackLocals:
+        """The fallback's local names, unique against file-scope names and its arguments."""
+        plan = self.plan
+        n_constrained = len(self.validity.constrained_design)
         scope = set(plan.all_file_scope()) | {n.argument for _, n in self._constrained_inputs()}
         chosen = unique_name("chosen", scope)
         best, trial = unique_name("best", scope), unique_name("trial", scope)
         best_distance = unique_name("best_distance", scope)
         distance, k = unique_name("distance", scope), unique_name("k", scope)
-        targets = [unique_name(f"target_{i}", scope) for i in range(len(positions))]
-        codes = [unique_name(f"code_{i}", scope) for i in range(len(positions))]
-        candidates = validity.candidate_codes()
-        arguments = [*self._signature_arguments(), f"{plan.config_type} {chosen}"]
-        lines = [
-            "/* The valid candidate nearest to 'chosen' (sum of code distances of the",
-            " * constrained parameters; ties: the first candidate); 'chosen' itself when no",
-            " * candidate is valid. Called by the select function with an invalid 'chosen'. */",
-            f"static inline {self.hd} {plan.config_type} {self.names.fallback}"
-            f"({', '.join(arguments)})",
-            "{",
-            f"{INDENT}{plan.config_type} {best} = {chosen};",
-            f"{INDENT}{plan.config_type} {trial} = {chosen};",
-            f"{INDENT}int {best_distance} = -1;",
-            f"{INDENT}int {distance};",
-            f"{INDENT}int {k};",
-        ]
-        for target, code, index in zip(targets, codes, positions, strict=True):
-            field = plan.outputs[index].field
-            lines.append(
-                f"{INDENT}int {target} = {self.names.code_functions[index]}({chosen}.{field});"
-            )
-            lines.append(f"{INDENT}int {code};")
-        lines.append(f"{INDENT}for ({k} = 0; {k} < {len(candidates)}; ++{k}) {{")
+        targets = [unique_name(f"target_{i}", scope) for i in range(n_constrained)]
+        codes = [unique_name(f"code_{i}", scope) for i in range(n_constrained)]
+        return _FallbackLocals(chosen, best, trial, best_distance, distance, k, targets, codes)
+
+    def _fallback_decode_candidate(self, names: _FallbackLocals) -> list[str]:
+        """Loop body: candidate ``k``'s codes (from the product's mixed radix, or from the
+        candidate functions) and its values written into ``trial``."""
+        validity, k = self.validity, names.k
+        positions = validity.constrained_design
         sizes = [validity.design[i].n_values for i in positions]
-        for column, (code, index) in enumerate(zip(codes, positions, strict=True)):
+        lines = []
+        for column, (code, index) in enumerate(zip(names.codes, positions, strict=True)):
             if validity.searches_product:
                 stride = int(np.prod(sizes[column + 1 :], dtype=np.int64))
                 source = (
@@ -320,23 +323,29 @@ class ValidityWriter:
                 )
             else:
                 source = f"{self.names.candidate_functions[index]}({k})"
-            field = plan.outputs[index].field
+            field = self.plan.outputs[index].field
             lines.append(f"{INDENT * 2}{code} = {source};")
             lines.append(
-                f"{INDENT * 2}{trial}.{field} = {self.names.value_of_code[index]}({code});"
+                f"{INDENT * 2}{names.trial}.{field} = {self.names.value_of_code[index]}({code});"
             )
-        call = [n.argument for _, n in self._constrained_inputs()] + [f"&{trial}"]
+        return lines
+
+    def _fallback_keep_nearest(self, names: _FallbackLocals) -> list[str]:
+        """Loop body: skip an invalid ``trial``, keep it when nearer than the best so far,
+        stop at distance 1; then the loop's end and the function's."""
+        call = [n.argument for _, n in self._constrained_inputs()] + [f"&{names.trial}"]
         terms = " + ".join(
             f"({code} > {target} ? {code} - {target} : {target} - {code})"
-            for code, target in zip(codes, targets, strict=True)
+            for code, target in zip(names.codes, names.targets, strict=True)
         )
-        lines += [
+        best, best_distance, distance = names.best, names.best_distance, names.distance
+        return [
             f"{INDENT * 2}if (!{self.names.satisfies}({', '.join(call)})) {{",
             f"{INDENT * 3}continue;",
             f"{INDENT * 2}}}",
             f"{INDENT * 2}{distance} = {terms};",
             f"{INDENT * 2}if ({best_distance} < 0 || {distance} < {best_distance}) {{",
-            f"{INDENT * 3}{best} = {trial};",
+            f"{INDENT * 3}{best} = {names.trial};",
             f"{INDENT * 3}{best_distance} = {distance};",
             f"{INDENT * 3}if ({distance} <= 1) {{",
             f"{INDENT * 4}break; /* 'chosen' is invalid: no valid candidate is nearer */",
@@ -346,6 +355,38 @@ class ValidityWriter:
             f"{INDENT}return {best};",
             "}",
         ]
+
+    def fallback_function(self) -> list[str]:
+        """``<prefix>_fallback``: the valid candidate nearest to the trees' configuration."""
+        plan = self.plan
+        names = self._fallback_locals()
+        chosen, k = names.chosen, names.k
+        n_candidates = len(self.validity.candidate_codes())
+        arguments = [*self._signature_arguments(), f"{plan.config_type} {chosen}"]
+        lines = [
+            "/* The valid candidate nearest to 'chosen' (sum of code distances of the",
+            " * constrained parameters; ties: the first candidate); 'chosen' itself when no",
+            " * candidate is valid. Called by the select function with an invalid 'chosen'. */",
+            f"static inline {self.hd} {plan.config_type} {self.names.fallback}"
+            f"({', '.join(arguments)})",
+            "{",
+            f"{INDENT}{plan.config_type} {names.best} = {chosen};",
+            f"{INDENT}{plan.config_type} {names.trial} = {chosen};",
+            f"{INDENT}int {names.best_distance} = -1;",
+            f"{INDENT}int {names.distance};",
+            f"{INDENT}int {k};",
+        ]
+        for target, code, index in zip(
+            names.targets, names.codes, self.validity.constrained_design, strict=True
+        ):
+            field = plan.outputs[index].field
+            lines.append(
+                f"{INDENT}int {target} = {self.names.code_functions[index]}({chosen}.{field});"
+            )
+            lines.append(f"{INDENT}int {code};")
+        lines.append(f"{INDENT}for ({k} = 0; {k} < {n_candidates}; ++{k}) {{")
+        lines += self._fallback_decode_candidate(names)
+        lines += self._fallback_keep_nearest(names)
         return lines
 
     def select_function(self, arguments: Sequence[str]) -> list[str]:

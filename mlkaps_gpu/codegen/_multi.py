@@ -140,6 +140,361 @@ def _comment(lines: Sequence[str]) -> list[str]:
     return ["/*", *(f" * {piece}".rstrip() for piece in wrapped), " */"]
 
 
+def _check_distinct_macros(targets: Sequence[Target]) -> None:
+    """Raise when two target names give the same ``MLKAPS_TARGET_`` macro."""
+    seen: dict[str, str] = {}
+    for target in targets:
+        macro = target_macro(target.name)
+        if macro in seen:
+            raise MultiTargetError(
+                f"target names '{seen[macro]}' and '{target.name}' both give the macro {macro};"
+                " choose distinct names"
+            )
+        seen[macro] = target.name
+
+
+def _default_index(targets: Sequence[Target], default: str | None) -> int:
+    """Position of the default target: the first, or the one whose macro ``default`` gives."""
+    if default is None:
+        return 0
+    wanted = target_macro(default)
+    matches = [i for i, t in enumerate(targets) if target_macro(t.name) == wanted]
+    if not matches:
+        raise MultiTargetError(
+            f"default target '{default}' is not one of {[t.name for t in targets]}"
+        )
+    return matches[0]
+
+
+def _fitted_models(targets: Sequence[Target]) -> list[DecisionModel]:
+    """Each target's decision model; raise for a selector that is not fitted."""
+    models = []
+    for target in targets:
+        model = getattr(target.selector, "model_", None)
+        if model is None:
+            raise MultiTargetError(f"target '{target.name}': the selector is not fitted")
+        models.append(model)
+    return models
+
+
+def _claim_symbols(
+    targets: Sequence[Target], plans: Sequence[NamePlan], common: NamePlan, public: list[str]
+) -> set[str]:
+    """Every file-scope name of the targets' selectors and the common ``public`` names (plus
+    the common enums and the target macros); raise where two would collide."""
+    taken: set[str] = set()
+    for plan in plans:
+        for name in plan.all_file_scope():
+            if name in taken:
+                raise MultiTargetError(f"the symbol {name} would be defined by two targets")
+            taken.add(name)
+    public = list(public)
+    enums: list[InputNames | OutputNames] = [*common.inputs, *common.outputs]
+    for names in enums:
+        if names.enum_type is not None:
+            public += [names.enum_type, *names.enum_constants]
+    public += [target_macro(t.name) for t in targets]
+    for name in public:
+        if name in taken:
+            raise MultiTargetError(
+                f"the common symbol {name} clashes with a target's symbol; choose another"
+                " prefix or other target names"
+            )
+        taken.add(name)
+    return taken
+
+
+@dataclass(frozen=True)
+class _MultiPlan:
+    """The targets of a multi-target header with every name its common part uses.
+
+    ``arguments``, ``name_arg``, ``out_arg``, ``result`` and ``status`` are the arguments and
+    locals of the common functions, chosen to shadow no file-scope name.
+    """
+
+    targets: Sequence[Target]
+    identifiers: list[str]
+    macros: list[str]
+    models: list[DecisionModel]
+    plans: list[NamePlan]
+    common: NamePlan
+    default_index: int
+    guard: str
+    select_target: str
+    name_equals: str
+    selected_name: str
+    converters: list[str]
+    arguments: list[str]
+    name_arg: str
+    out_arg: str
+    result: str
+    status: str
+
+    @property
+    def reference(self) -> DecisionModel:
+        """The first target's model, whose parameters every target shares."""
+        return self.models[0]
+
+    @property
+    def hd(self) -> str:
+        """The common ``__host__ __device__`` macro."""
+        return self.common.hd_macro
+
+    @property
+    def default_identifier(self) -> str:
+        return self.identifiers[self.default_index]
+
+
+def _plan(targets: Sequence[Target], prefix: str, default: str | None) -> _MultiPlan:
+    """Check the targets (names, default, fitted, same parameters) and choose every name."""
+    validate_prefix(prefix)
+    if not targets:
+        raise MultiTargetError("no targets to export")
+    identifiers = [target_identifier(t.name) for t in targets]
+    _check_distinct_macros(targets)
+    default_index = _default_index(targets, default)
+    models = _fitted_models(targets)
+    _check_parameters(targets, models)
+    reference = models[0]
+    plans = [
+        NamePlan.build(f"{prefix}_{ident}", m.inputs, m.design, m.tree_names)
+        for ident, m in zip(identifiers, models, strict=True)
+    ]
+    common = NamePlan.build(prefix, reference.inputs, reference.design, ())
+    guard = f"{prefix.upper()}_MULTI_TARGET_H_INCLUDED"
+    select_target = f"{prefix}_select_target"
+    public = [guard, common.hd_macro, common.config_type, common.select_function, select_target]
+    taken = _claim_symbols(targets, plans, common, public)
+    name_equals = unique_name(f"{prefix}_target_name_equals", taken)
+    selected_name = unique_name(f"{prefix.upper()}_SELECTED_TARGET", taken)
+    converters = [unique_name(f"{plan.prefix}_to_common", taken) for plan in plans]
+    # arguments and locals of the common functions shadow no file-scope name
+    scope = set(taken)
+    arguments = [unique_name(names.argument, scope) for names in common.inputs]
+    name_arg, out_arg, result, status = (
+        unique_name(n, scope) for n in ("name", "out", "result", "status")
+    )
+    return _MultiPlan(
+        targets=targets,
+        identifiers=identifiers,
+        macros=[target_macro(t.name) for t in targets],
+        models=models,
+        plans=plans,
+        common=common,
+        default_index=default_index,
+        guard=guard,
+        select_target=select_target,
+        name_equals=name_equals,
+        selected_name=selected_name,
+        converters=converters,
+        arguments=arguments,
+        name_arg=name_arg,
+        out_arg=out_arg,
+        result=result,
+        status=status,
+    )
+
+
+def _top_comment(mp: _MultiPlan) -> list[str]:
+    """The header's comment: tools, how to choose a target, and one line per target."""
+    versions = ", ".join(f"{k} {v}" for k, v in tool_versions().items())
+    default_target = mp.targets[mp.default_index]
+    spellings = [
+        " / ".join(_spellings(t.name, i)) for t, i in zip(mp.targets, mp.identifiers, strict=True)
+    ]
+    select = mp.common.select_function
+    comment = [
+        f"Generated by mlkaps_gpu ({versions}). Do not edit: regenerate with mlkaps-gpu export.",
+        f"Multi-target selector: {len(mp.targets)} architectures, header-only, C99 / C++17 / CUDA.",
+        f"Compile-time choice: define at most one of {', '.join(mp.macros)}; then "
+        f"{select}(inputs...) answers for that target. With none defined it"
+        f" answers for the default target '{mp.default_identifier}'.",
+        f"Run-time choice: {mp.select_target}(name, inputs..., &config) answers for the target"
+        f" of that name (ASCII case-insensitive, sanitised or as given: "
+        f"{', '.join(spellings)})"
+        " and returns 0; for an unknown or NULL name"
+        f" it returns -1 and fills config with the default target's"
+        f" ('{mp.default_identifier}') answer. Host and device code.",
+        f"{mp.selected_name} is the name of the target {select}() uses.",
+        "Each target's own selector follows with its prefix, its own include guard and"
+        " host/device macro; the common types and functions come last.",
+    ]
+    for target, ident, plan in zip(mp.targets, mp.identifiers, mp.plans, strict=True):
+        details = "; ".join(f"{k}: {v}" for k, v in target.provenance.items())
+        mark = " (default)" if target is default_target else ""
+        line = f"Target {ident}{mark}: {target_macro(target.name)}, prefix {plan.prefix}"
+        if details:
+            line += f"; {details}"
+        comment.append(line)
+    return _comment(comment)
+
+
+def _target_headers(mp: _MultiPlan) -> list[list[str]]:
+    """Each target's own single-target header, under its prefix, as one block."""
+    blocks = []
+    for target, ident, plan in zip(mp.targets, mp.identifiers, mp.plans, strict=True):
+        provenance = {"target": ident, **target.provenance}
+        text = render_header(target.selector, plan.prefix, provenance=provenance)
+        blocks.append([text.rstrip("\n")])
+    return blocks
+
+
+def _common_types(mp: _MultiPlan) -> list[list[str]]:
+    """The check that at most one target macro is defined, the common host/device macro, the
+    common enums and the common configuration struct."""
+    reference, common = mp.reference, mp.common
+    blocks = [
+        [
+            f"#if ({' + '.join(f'defined({m})' for m in mp.macros)}) > 1",
+            f'#error "define at most one of {", ".join(mp.macros)}"',
+            "#endif",
+        ],
+        [
+            "#ifdef __CUDACC__",
+            f"#define {mp.hd} __host__ __device__",
+            "#else",
+            f"#define {mp.hd}",
+            "#endif",
+        ],
+    ]
+    for parameter, names in zip(reference.inputs, common.inputs, strict=True):
+        if parameter.kind == "categorical":
+            blocks.append(_enum_lines(parameter, names))
+    for parameter, output_names in zip(reference.design, common.outputs, strict=True):
+        if parameter.kind == "categorical":
+            blocks.append(_enum_lines(parameter, output_names))
+    struct = [f"typedef struct {common.config_type} {{"]
+    for parameter, output_names in zip(reference.design, common.outputs, strict=True):
+        struct.append(f"{INDENT}{c_type(parameter, output_names)} {output_names.field};")
+    struct.append(f"}} {common.config_type};")
+    blocks.append(struct)
+    return blocks
+
+
+def _converter(mp: _MultiPlan, index: int) -> list[str]:
+    """The function converting target ``index``'s configuration to the common one."""
+    plan, config, out = mp.plans[index], mp.common.config_type, mp.out_arg
+    body = [
+        f"static inline {mp.hd} {config} {mp.converters[index]}({plan.config_type} {mp.result})",
+        "{",
+        f"{INDENT}{config} {out};",
+    ]
+    for parameter, mine, theirs in zip(
+        mp.reference.design, mp.common.outputs, plan.outputs, strict=True
+    ):
+        value = f"{mp.result}.{theirs.field}"
+        if parameter.kind == "categorical":
+            value = f"({c_type(parameter, mine)}){value}"
+        body.append(f"{INDENT}{out}.{mine.field} = {value};")
+    body += [f"{INDENT}return {out};", "}"]
+    return body
+
+
+def _input_parameters(mp: _MultiPlan) -> list[str]:
+    """The common functions' input parameters (type and name)."""
+    return [
+        f"{c_type(p, names)} {argument}"
+        for p, names, argument in zip(
+            mp.reference.inputs, mp.common.inputs, mp.arguments, strict=True
+        )
+    ]
+
+
+def _call(mp: _MultiPlan, index: int) -> str:
+    """Target ``index``'s select function on the common arguments, converted to the common
+    configuration (categorical inputs cast to the target's enums)."""
+    plan = mp.plans[index]
+    passed = [
+        f"({c_type(p, names)}){argument}" if p.kind == "categorical" else argument
+        for p, names, argument in zip(mp.reference.inputs, plan.inputs, mp.arguments, strict=True)
+    ]
+    return f"{mp.converters[index]}({plan.select_function}({', '.join(passed)}))"
+
+
+def _compile_time_select(mp: _MultiPlan) -> list[list[str]]:
+    """The ``<PREFIX>_SELECTED_TARGET`` name and ``<prefix>_select``, both following the
+    target macro (else the default target)."""
+    selected: list[str] = []
+    entry = [
+        f"static inline {mp.hd} {mp.common.config_type} {mp.common.select_function}"
+        f"({', '.join(_input_parameters(mp))})",
+        "{",
+    ]
+    for index, macro in enumerate(mp.macros):
+        condition = f"#{'if' if index == 0 else 'elif'} defined({macro})"
+        selected += [condition, f'#define {mp.selected_name} "{mp.identifiers[index]}"']
+        entry += [condition, f"{INDENT}return {_call(mp, index)};"]
+    selected += ["#else", f'#define {mp.selected_name} "{mp.default_identifier}"', "#endif"]
+    entry += ["#else", f"{INDENT}return {_call(mp, mp.default_index)};", "#endif", "}"]
+    return [selected, entry]
+
+
+def _name_equals_function(hd: str, name: str) -> list[str]:
+    """A case-insensitive ASCII string comparison usable in device code."""
+    return [
+        "/* 1 when the NUL-terminated ASCII strings are equal ignoring case (no strcmp: it",
+        " * also runs in device code); 0 for a NULL name. */",
+        f"static inline {hd} int {name}(const char *a, const char *b)",
+        "{",
+        f"{INDENT}if (a == 0) {{",
+        f"{INDENT * 2}return 0;",
+        f"{INDENT}}}",
+        f"{INDENT}for (;; ++a, ++b) {{",
+        f"{INDENT * 2}char x = *a;",
+        f"{INDENT * 2}char y = *b;",
+        f"{INDENT * 2}if (x >= 'a' && x <= 'z') {{",
+        f"{INDENT * 3}x = (char)(x - 'a' + 'A');",
+        f"{INDENT * 2}}}",
+        f"{INDENT * 2}if (y >= 'a' && y <= 'z') {{",
+        f"{INDENT * 3}y = (char)(y - 'a' + 'A');",
+        f"{INDENT * 2}}}",
+        f"{INDENT * 2}if (x != y) {{",
+        f"{INDENT * 3}return 0;",
+        f"{INDENT * 2}}}",
+        f"{INDENT * 2}if (x == '\\0') {{",
+        f"{INDENT * 3}return 1;",
+        f"{INDENT * 2}}}",
+        f"{INDENT}}}",
+        "}",
+    ]
+
+
+def _select_target_function(mp: _MultiPlan) -> list[str]:
+    """``<prefix>_select_target``: the named target's answer, or the default's and -1."""
+    config, out, result, status = mp.common.config_type, mp.out_arg, mp.result, mp.status
+    lines = [
+        f"/* 0 and the named target's configuration; -1 and the default target's"
+        f" ('{mp.default_identifier}') for an unknown or NULL name. */",
+        f"static inline {mp.hd} int {mp.select_target}"
+        f"(const char *{mp.name_arg}, {', '.join(_input_parameters(mp))}, {config} *{out})",
+        "{",
+        f"{INDENT}{config} {result};",
+        f"{INDENT}int {status} = 0;",
+    ]
+    for index, ident in enumerate(mp.identifiers):
+        keyword = "if" if index == 0 else "} else if"
+        test = " || ".join(
+            f'{mp.name_equals}({mp.name_arg}, "{spelling}")'
+            for spelling in _spellings(mp.targets[index].name, ident)
+        )
+        lines += [
+            f"{INDENT}{keyword} ({test}) {{",
+            f"{INDENT * 2}{result} = {_call(mp, index)};",
+        ]
+    lines += [
+        f"{INDENT}}} else {{",
+        f"{INDENT * 2}{result} = {_call(mp, mp.default_index)};",
+        f"{INDENT * 2}{status} = -1;",
+        f"{INDENT}}}",
+        f"{INDENT}if ({out} != 0) {{",
+        f"{INDENT * 2}*{out} = {result};",
+        f"{INDENT}}}",
+        f"{INDENT}return {status};",
+        "}",
+    ]
+    return lines
+
+
 def render_multi_header(
     targets: Sequence[Target], *, prefix: str, default: str | None = None
 ) -> str:
@@ -155,249 +510,13 @@ def render_multi_header(
         MultiTargetError: no targets, clashing names, unknown default, or differing parameters.
         ValueError: the prefix is not a valid C identifier.
     """
-    validate_prefix(prefix)
-    if not targets:
-        raise MultiTargetError("no targets to export")
-    identifiers = [target_identifier(t.name) for t in targets]
-    seen: dict[str, str] = {}
-    for target in targets:
-        macro = target_macro(target.name)
-        if macro in seen:
-            raise MultiTargetError(
-                f"target names '{seen[macro]}' and '{target.name}' both give the macro {macro};"
-                " choose distinct names"
-            )
-        seen[macro] = target.name
-    if default is None:
-        default_index = 0
-    else:
-        wanted = target_macro(default)
-        matches = [i for i, t in enumerate(targets) if target_macro(t.name) == wanted]
-        if not matches:
-            raise MultiTargetError(
-                f"default target '{default}' is not one of {[t.name for t in targets]}"
-            )
-        default_index = matches[0]
-    models = []
-    for target in targets:
-        model = getattr(target.selector, "model_", None)
-        if model is None:
-            raise MultiTargetError(f"target '{target.name}': the selector is not fitted")
-        models.append(model)
-    _check_parameters(targets, models)
-    reference = models[0]
-
-    plans = [
-        NamePlan.build(f"{prefix}_{ident}", m.inputs, m.design, m.tree_names)
-        for ident, m in zip(identifiers, models, strict=True)
-    ]
-    common = NamePlan.build(prefix, reference.inputs, reference.design, ())
-    taken: set[str] = set()
-    for plan in plans:
-        for name in plan.all_file_scope():
-            if name in taken:
-                raise MultiTargetError(f"the symbol {name} would be defined by two targets")
-            taken.add(name)
-    guard = f"{prefix.upper()}_MULTI_TARGET_H_INCLUDED"
-    select_target = f"{prefix}_select_target"
-    public = [guard, common.hd_macro, common.config_type, common.select_function, select_target]
-    enums: list[InputNames | OutputNames] = [*common.inputs, *common.outputs]
-    for names in enums:
-        if names.enum_type is not None:
-            public += [names.enum_type, *names.enum_constants]
-    public += [target_macro(t.name) for t in targets]
-    for name in public:
-        if name in taken:
-            raise MultiTargetError(
-                f"the common symbol {name} clashes with a target's symbol; choose another"
-                " prefix or other target names"
-            )
-        taken.add(name)
-    name_equals = unique_name(f"{prefix}_target_name_equals", taken)
-    selected_name = unique_name(f"{prefix.upper()}_SELECTED_TARGET", taken)
-    converters = [unique_name(f"{plan.prefix}_to_common", taken) for plan in plans]
-    # arguments and locals of the common functions shadow no file-scope name
-    scope = set(taken)
-    arguments = [unique_name(names.argument, scope) for names in common.inputs]
-    name_arg, out_arg, result, status = (
-        unique_name(n, scope) for n in ("name", "out", "result", "status")
-    )
-    hd = common.hd_macro
-
-    header: list[list[str]] = []
-    versions = ", ".join(f"{k} {v}" for k, v in tool_versions().items())
-    default_target = targets[default_index]
-    spellings = [
-        " / ".join(_spellings(t.name, i)) for t, i in zip(targets, identifiers, strict=True)
-    ]
-    comment = [
-        f"Generated by mlkaps_gpu ({versions}). Do not edit: regenerate with mlkaps-gpu export.",
-        f"Multi-target selector: {len(targets)} architectures, header-only, C99 / C++17 / CUDA.",
-        f"Compile-time choice: define at most one of "
-        f"{', '.join(target_macro(t.name) for t in targets)}; then "
-        f"{common.select_function}(inputs...) answers for that target. With none defined it"
-        f" answers for the default target '{identifiers[default_index]}'.",
-        f"Run-time choice: {select_target}(name, inputs..., &config) answers for the target of"
-        f" that name (ASCII case-insensitive, sanitised or as given: "
-        f"{', '.join(spellings)})"
-        " and returns 0; for an unknown or NULL name"
-        f" it returns -1 and fills config with the default target's"
-        f" ('{identifiers[default_index]}') answer. Host and device code.",
-        f"{selected_name} is the name of the target {common.select_function}() uses.",
-        "Each target's own selector follows with its prefix, its own include guard and"
-        " host/device macro; the common types and functions come last.",
-    ]
-    for target, ident, plan in zip(targets, identifiers, plans, strict=True):
-        details = "; ".join(f"{k}: {v}" for k, v in target.provenance.items())
-        mark = " (default)" if target is default_target else ""
-        lines = [f"Target {ident}{mark}: {target_macro(target.name)}, prefix {plan.prefix}"]
-        if details:
-            lines[0] += f"; {details}"
-        comment += lines
-    header.append(_comment(comment))
-    header.append([f"#ifndef {guard}", f"#define {guard}"])
-    for target, ident, plan in zip(targets, identifiers, plans, strict=True):
-        provenance = {"target": ident, **target.provenance}
-        text = render_header(target.selector, plan.prefix, provenance=provenance)
-        header.append([text.rstrip("\n")])
-
-    # compile-time choice
-    macros = [target_macro(t.name) for t in targets]
-    choice = [
-        f"#if ({' + '.join(f'defined({m})' for m in macros)}) > 1",
-        f'#error "define at most one of {", ".join(macros)}"',
-        "#endif",
-    ]
-    header.append(choice)
-    header.append(
-        [
-            "#ifdef __CUDACC__",
-            f"#define {hd} __host__ __device__",
-            "#else",
-            f"#define {hd}",
-            "#endif",
-        ]
-    )
-    for parameter, names in zip(reference.inputs, common.inputs, strict=True):
-        if parameter.kind == "categorical":
-            header.append(_enum_lines(parameter, names))
-    for parameter, output_names in zip(reference.design, common.outputs, strict=True):
-        if parameter.kind == "categorical":
-            header.append(_enum_lines(parameter, output_names))
-    struct = [f"typedef struct {common.config_type} {{"]
-    for parameter, output_names in zip(reference.design, common.outputs, strict=True):
-        struct.append(f"{INDENT}{c_type(parameter, output_names)} {output_names.field};")
-    struct.append(f"}} {common.config_type};")
-    header.append(struct)
-
-    for plan, converter in zip(plans, converters, strict=True):
-        body = [
-            f"static inline {hd} {common.config_type} {converter}({plan.config_type} {result})",
-            "{",
-            f"{INDENT}{common.config_type} {out_arg};",
-        ]
-        for parameter, mine, theirs in zip(
-            reference.design, common.outputs, plan.outputs, strict=True
-        ):
-            value = f"{result}.{theirs.field}"
-            if parameter.kind == "categorical":
-                value = f"({c_type(parameter, mine)}){value}"
-            body.append(f"{INDENT}{out_arg}.{mine.field} = {value};")
-        body += [f"{INDENT}return {out_arg};", "}"]
-        header.append(body)
-
-    parameters = [
-        f"{c_type(p, names)} {argument}"
-        for p, names, argument in zip(reference.inputs, common.inputs, arguments, strict=True)
-    ]
-
-    def call(index: int) -> str:
-        plan = plans[index]
-        passed = [
-            f"({c_type(p, names)}){argument}" if p.kind == "categorical" else argument
-            for p, names, argument in zip(reference.inputs, plan.inputs, arguments, strict=True)
-        ]
-        return f"{converters[index]}({plan.select_function}({', '.join(passed)}))"
-
-    select: list[str] = []
-    for index, macro in enumerate(macros):
-        select += [
-            f"#{'if' if index == 0 else 'elif'} defined({macro})",
-            f'#define {selected_name} "{identifiers[index]}"',
-        ]
-    select += ["#else", f'#define {selected_name} "{identifiers[default_index]}"', "#endif"]
-    header.append(select)
-    entry = [
-        f"static inline {hd} {common.config_type} {common.select_function}"
-        f"({', '.join(parameters)})",
-        "{",
-    ]
-    for index, macro in enumerate(macros):
-        entry += [
-            f"#{'if' if index == 0 else 'elif'} defined({macro})",
-            f"{INDENT}return {call(index)};",
-        ]
-    entry += ["#else", f"{INDENT}return {call(default_index)};", "#endif", "}"]
-    header.append(entry)
-
-    header.append(
-        [
-            "/* 1 when the NUL-terminated ASCII strings are equal ignoring case (no strcmp: it",
-            " * also runs in device code); 0 for a NULL name. */",
-            f"static inline {hd} int {name_equals}(const char *a, const char *b)",
-            "{",
-            f"{INDENT}if (a == 0) {{",
-            f"{INDENT * 2}return 0;",
-            f"{INDENT}}}",
-            f"{INDENT}for (;; ++a, ++b) {{",
-            f"{INDENT * 2}char x = *a;",
-            f"{INDENT * 2}char y = *b;",
-            f"{INDENT * 2}if (x >= 'a' && x <= 'z') {{",
-            f"{INDENT * 3}x = (char)(x - 'a' + 'A');",
-            f"{INDENT * 2}}}",
-            f"{INDENT * 2}if (y >= 'a' && y <= 'z') {{",
-            f"{INDENT * 3}y = (char)(y - 'a' + 'A');",
-            f"{INDENT * 2}}}",
-            f"{INDENT * 2}if (x != y) {{",
-            f"{INDENT * 3}return 0;",
-            f"{INDENT * 2}}}",
-            f"{INDENT * 2}if (x == '\\0') {{",
-            f"{INDENT * 3}return 1;",
-            f"{INDENT * 2}}}",
-            f"{INDENT}}}",
-            "}",
-        ]
-    )
-    by_name = [
-        f"/* 0 and the named target's configuration; -1 and the default target's"
-        f" ('{identifiers[default_index]}') for an unknown or NULL name. */",
-        f"static inline {hd} int {select_target}"
-        f"(const char *{name_arg}, {', '.join(parameters)}, {common.config_type} *{out_arg})",
-        "{",
-        f"{INDENT}{common.config_type} {result};",
-        f"{INDENT}int {status} = 0;",
-    ]
-    for index, ident in enumerate(identifiers):
-        keyword = "if" if index == 0 else "} else if"
-        test = " || ".join(
-            f'{name_equals}({name_arg}, "{spelling}")'
-            for spelling in _spellings(targets[index].name, ident)
-        )
-        by_name += [
-            f"{INDENT}{keyword} ({test}) {{",
-            f"{INDENT * 2}{result} = {call(index)};",
-        ]
-    by_name += [
-        f"{INDENT}}} else {{",
-        f"{INDENT * 2}{result} = {call(default_index)};",
-        f"{INDENT * 2}{status} = -1;",
-        f"{INDENT}}}",
-        f"{INDENT}if ({out_arg} != 0) {{",
-        f"{INDENT * 2}*{out_arg} = {result};",
-        f"{INDENT}}}",
-        f"{INDENT}return {status};",
-        "}",
-    ]
-    header.append(by_name)
-    header.append([f"#endif /* {guard} */"])
+    mp = _plan(targets, prefix, default)
+    header = [_top_comment(mp), [f"#ifndef {mp.guard}", f"#define {mp.guard}"]]
+    header += _target_headers(mp)
+    header += _common_types(mp)
+    header += [_converter(mp, index) for index in range(len(mp.plans))]
+    header += _compile_time_select(mp)
+    header.append(_name_equals_function(mp.hd, mp.name_equals))
+    header.append(_select_target_function(mp))
+    header.append([f"#endif /* {mp.guard} */"])
     return "\n\n".join("\n".join(block) for block in header) + "\n"

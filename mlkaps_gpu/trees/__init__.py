@@ -24,8 +24,8 @@ from mlkaps_gpu.trees._joint import JointSelector
 from mlkaps_gpu.trees._model import FLOAT32_MAX, DecisionModel, LeafOutput, TreeStructure
 from mlkaps_gpu.trees._regret import RegretOracle, RegretSummary, Score, relative_regret
 from mlkaps_gpu.trees._selector import PerParameterSelector, Selector, tool_versions
-from mlkaps_gpu.trees._validity import Validity, clamp_bounds
 from mlkaps_gpu.trees._settings import MAX_TREE_DEPTH, TreesSettings
+from mlkaps_gpu.trees._validity import Validity, clamp_bounds
 
 __all__ = [
     "MAX_TREE_DEPTH",
