@@ -86,7 +86,7 @@ class CampaignSection(SettingsModel):
     """``[campaign]``: the campaign's name and seed."""
 
     name: str | None = Field(
-        None,
+        default=None,
         max_length=MAX_NAME_LENGTH,
         description=(
             "Name shown in reports and in the header's comment (default: the configuration "
@@ -95,7 +95,7 @@ class CampaignSection(SettingsModel):
         json_schema_extra={"allowed": f"a string of at most {MAX_NAME_LENGTH} characters"},
     )
     seed: int = Field(
-        0,
+        default=0,
         ge=0,
         le=MAX_SEED,
         description="Seed of every random choice (sampling, LightGBM, optimizer, trees).",
@@ -147,7 +147,7 @@ class TransferSettings(SettingsModel):
         ),
     )
     warm_start: float = Field(
-        0.2,
+        default=0.2,
         ge=0,
         le=1,
         allow_inf_nan=False,
@@ -176,7 +176,7 @@ Direction = Literal["minimize", "maximize"]
 class ConfigFile(SettingsModel):
     """A campaign configuration file: one table per section."""
 
-    campaign: CampaignSection = Field(default_factory=CampaignSection)
+    campaign: CampaignSection = Field(default_factory=lambda: CampaignSection())
     kernel: KernelSettings = Field(
         description="What measures a configuration (required).",
         json_schema_extra={
@@ -189,19 +189,19 @@ class ConfigFile(SettingsModel):
         max_length=MAX_PARAMETERS,
         description="Input parameters (the problem: sizes, the GPU ...), one table each.",
     )
-    design: DesignSection = Field(default_factory=DesignSection)
+    design: DesignSection = Field(default_factory=lambda: DesignSection())
     objectives: dict[str, Direction] = Field(
-        default_factory=lambda: {"time": "minimize"},
+        default_factory=lambda: {"time": "minimize"},  # type: ignore[arg-type,return-value]
         max_length=MAX_OBJECTIVES,
         description="Objectives and their directions; the first is the primary objective.",
         json_schema_extra={"allowed": 'a table {name = "minimize" or "maximize"}'},
     )
-    sampling: SamplingSettings = Field(default_factory=SamplingSettings)
-    transfer: TransferSettings = Field(default_factory=TransferSettings)
-    surrogate: SurrogateSettings = Field(default_factory=SurrogateSettings)
-    optimization: OptimizationSettings = Field(default_factory=OptimizationSettings)
-    execution: ExecutionSettings = Field(default_factory=ExecutionSettings)
-    trees: TreesSettings = Field(default_factory=TreesSettings)
+    sampling: SamplingSettings = Field(default_factory=lambda: SamplingSettings())
+    transfer: TransferSettings = Field(default_factory=lambda: TransferSettings())
+    surrogate: SurrogateSettings = Field(default_factory=lambda: SurrogateSettings())
+    optimization: OptimizationSettings = Field(default_factory=lambda: OptimizationSettings())
+    execution: ExecutionSettings = Field(default_factory=lambda: ExecutionSettings())
+    trees: TreesSettings = Field(default_factory=lambda: TreesSettings())
 
     @model_validator(mode="before")
     @classmethod
@@ -231,7 +231,7 @@ class CampaignConfig:
     surrogate: SurrogateSettings
     optimization: OptimizationSettings
     trees: TreesSettings
-    execution: ExecutionSettings = field(default_factory=ExecutionSettings)
+    execution: ExecutionSettings = field(default_factory=lambda: ExecutionSettings())
     transfer_sources: list[Path] = field(default_factory=list)
     #: share of the budget first spent on the sources' best configurations (GA-Adaptive)
     transfer_warm_start: float = 0.2

@@ -143,6 +143,7 @@ def _replay_executor(config: CampaignConfig) -> tuple[Executor, list[Parameter],
     if kernel.key_suffix:
         options["key_suffix"] = kernel.key_suffix
         options["suffix_keys"] = tuple(kernel.suffix_keys or ())
+    assert kernel.files is not None  # required for replay by the config model
     try:
         executor = ReplayExecutor.from_files(
             kernel.files,

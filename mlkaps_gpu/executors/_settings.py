@@ -92,10 +92,11 @@ class KernelSettings(SettingsModel):
         )
     )
     builtin: str | None = Field(
-        None, description="cffi / cupy: the shipped kernel (`lu`, `gemm`, `matsum`, `gemm_cuda`)."
+        default=None,
+        description="cffi / cupy: the shipped kernel (`lu`, `gemm`, `matsum`, `gemm_cuda`).",
     )
     function: str | None = Field(
-        None,
+        default=None,
         description=(
             "python: `module:function`, called as `function(row)` returning the objective(s), "
             "or timed as `function(**row)` with `measure = true`."
@@ -103,19 +104,22 @@ class KernelSettings(SettingsModel):
         json_schema_extra={"allowed": 'a string "module:function"'},
     )
     measure: bool = Field(
-        False, description="python: time `function(**row)` instead of asking it (one objective)."
+        default=False,
+        description="python: time `function(**row)` instead of asking it (one objective).",
     )
     repeats: int = Field(
-        1,
+        default=1,
         ge=1,
         le=MAX_REPEATS,
         description=(
             "python, command: measured runs per configuration (the objective is their median)."
         ),
     )
-    warmup: int = Field(0, ge=0, le=MAX_WARMUP, description="python, command: untimed runs first.")
+    warmup: int = Field(
+        default=0, ge=0, le=MAX_WARMUP, description="python, command: untimed runs first."
+    )
     files: str | dict[str, dict[str, str]] | None = Field(
-        None,
+        default=None,
         description=(
             "replay: a data file, or `{input = {value = file, ...}}` (one file per value of an "
             "input, e.g. per GPU); `${VAR}` is expanded, relative paths are relative to the "
@@ -124,17 +128,17 @@ class KernelSettings(SettingsModel):
         json_schema_extra={"allowed": 'a path, or a table {input = {value = "path", ...}}'},
     )
     format: Literal["kernel_tuner", "csv"] = Field(
-        "kernel_tuner", description="replay: Kernel Tuner cache files or CSV tables."
+        default="kernel_tuner", description="replay: Kernel Tuner cache files or CSV tables."
     )
-    objective: str = Field("time", description="replay: the data's objective column.")
+    objective: str = Field(default="time", description="replay: the data's objective column.")
     design_columns: list[str] | None = Field(
-        None, description="replay (csv): the columns that are design parameters."
+        default=None, description="replay (csv): the columns that are design parameters."
     )
     key_suffix: str | None = Field(
-        None, description="replay: a suffix of the data's configuration keys to strip."
+        default=None, description="replay: a suffix of the data's configuration keys to strip."
     )
     suffix_keys: list[str] | None = Field(
-        None, description="replay: the parameters the `key_suffix` stands for."
+        default=None, description="replay: the parameters the `key_suffix` stands for."
     )
     options: dict[str, Any] = Field(
         default_factory=dict,
@@ -145,7 +149,7 @@ class KernelSettings(SettingsModel):
         json_schema_extra={"allowed": "a table of executor options"},
     )
     command: list[str] | None = Field(
-        None,
+        default=None,
         min_length=1,
         description=(
             'command: the program and its arguments, e.g. `["./bench", "--n", "{n}"]`; `{name}` '
@@ -156,13 +160,13 @@ class KernelSettings(SettingsModel):
         json_schema_extra={"allowed": "a non-empty list of strings"},
     )
     timeout: FiniteFloat = Field(
-        60.0,
+        default=60.0,
         gt=0,
         le=MAX_TIMEOUT,
         description="command: seconds one run may take before it is killed (status `timeout`).",
     )
     pattern: str | None = Field(
-        None,
+        default=None,
         description=(
             "command: regular expression reading the objective from stdout (one group, or one "
             "named group per objective; the last match counts). Default: the last line of "
@@ -170,7 +174,7 @@ class KernelSettings(SettingsModel):
         ),
     )
     cwd: str | None = Field(
-        None,
+        default=None,
         description=(
             "command: working directory of the program (default: the configuration's folder)."
         ),
@@ -323,25 +327,28 @@ class ExecutionSettings(SettingsModel):
     (``dask``)."""
 
     backend: Literal["local", "dask"] = Field(
-        "local",
+        default="local",
         description=(
             "`local`: in the campaign process; `dask`: on Dask workers (docs/distributed.md)."
         ),
     )
     cluster: Literal["local", "slurm"] = Field(
-        "local", description="dask: a local cluster or SLURM jobs (dask-jobqueue)."
+        default="local", description="dask: a local cluster or SLURM jobs (dask-jobqueue)."
     )
     scheduler: str | None = Field(
-        None,
+        default=None,
         pattern=r"^(tcp|tls|inproc)://\S+$",
         description="dask: the address of a running scheduler, e.g. `tcp://host:8786`.",
         json_schema_extra={"allowed": "an address like tcp://host:8786"},
     )
     workers: int = Field(
-        1, ge=1, le=MAX_WORKERS, description="dask: worker processes (local) or SLURM workers."
+        default=1,
+        ge=1,
+        le=MAX_WORKERS,
+        description="dask: worker processes (local) or SLURM workers.",
     )
     in_flight: int = Field(
-        2,
+        default=2,
         ge=1,
         le=MAX_IN_FLIGHT,
         description="dask: batches asked ahead per worker (random and LHS samplers).",

@@ -27,7 +27,7 @@ class OptimizationSettings(SettingsModel):
     """``[optimization]``: the grid of inputs and the optimizer run at each point."""
 
     grid: GridSize | dict[str, GridSize] = Field(
-        16,
+        default=16,
         description=(
             "Grid points per input: one size for every input, or a table `{input = size}` "
             f"(inputs it does not name get {DEFAULT_AXIS_SIZE}); geometric for log inputs, "
@@ -39,20 +39,20 @@ class OptimizationSettings(SettingsModel):
         },
     )
     method: Literal["auto", "nsga2", "exhaustive"] = Field(
-        "auto",
+        default="auto",
         description=(
             "`exhaustive` evaluates every valid configuration at each point, `nsga2` runs a "
             "batched genetic algorithm, `auto` picks exhaustive when the space is small."
         ),
     )
     population: int = Field(
-        40, ge=4, le=MAX_POPULATION, description="NSGA-II population per grid point."
+        default=40, ge=4, le=MAX_POPULATION, description="NSGA-II population per grid point."
     )
     generations: int = Field(
-        40, ge=1, le=MAX_GENERATIONS, description="NSGA-II generations per grid point."
+        default=40, ge=1, le=MAX_GENERATIONS, description="NSGA-II generations per grid point."
     )
     weights: list[Annotated[float, Field(ge=0, allow_inf_nan=False)]] | None = Field(
-        None,
+        default=None,
         description=(
             "Several objectives only: weights of the normalised objectives that pick one "
             "configuration per point (one per objective, not all zero)."
@@ -68,13 +68,13 @@ class OptimizationSettings(SettingsModel):
         json_schema_extra={"allowed": "a table {secondary objective = finite number}"},
     )
     window: int = Field(
-        10,
+        default=10,
         ge=1,
         le=MAX_GENERATIONS,
         description="Generations without improvement after which a grid point stops.",
     )
     prefer_measured: bool = Field(
-        True,
+        default=True,
         description=(
             "Ship a measured configuration instead of the surrogate's choice where measurements "
             "at the point's exact inputs say better (single objective)."

@@ -20,7 +20,7 @@ class SamplingSettings(SettingsModel):
     """``[sampling]``: the sampler and the measurement budget."""
 
     method: Literal["random", "lhs", "hvs", "hvsr", "bayes", "ga_adaptive"] = Field(
-        "lhs",
+        default="lhs",
         description=(
             "Sampler: `random`, `lhs` (Latin hypercube), `hvs` / `hvsr` (hierarchical variance "
             "sampling), `bayes` (Gaussian-process expected improvement) or `ga_adaptive` "
@@ -28,10 +28,13 @@ class SamplingSettings(SettingsModel):
         ),
     )
     budget: int = Field(
-        500, ge=1, le=MAX_BUDGET, description="Measurements of the campaign (rows of the store)."
+        default=500,
+        ge=1,
+        le=MAX_BUDGET,
+        description="Measurements of the campaign (rows of the store).",
     )
     batch_size: int = Field(
-        50,
+        default=50,
         ge=1,
         le=MAX_BATCH_SIZE,
         description=(
@@ -40,28 +43,28 @@ class SamplingSettings(SettingsModel):
         ),
     )
     bootstrap: float = Field(
-        0.2,
+        default=0.2,
         ge=0,
         le=1,
         allow_inf_nan=False,
         description="GA-Adaptive only: share of the budget spent on the initial exploration.",
     )
     eps_initial: float = Field(
-        0.3,
+        default=0.3,
         ge=0,
         le=1,
         allow_inf_nan=False,
         description="GA-Adaptive only: exploration share of a batch at the start.",
     )
     eps_final: float = Field(
-        0.8,
+        default=0.8,
         ge=0,
         le=1,
         allow_inf_nan=False,
         description="GA-Adaptive only: exploration share of a batch at the end.",
     )
     sub_sampler: Literal["lhs", "random", "hvs", "hvsr", "bayes"] = Field(
-        "lhs", description="GA-Adaptive only: the sampler of its exploration."
+        default="lhs", description="GA-Adaptive only: the sampler of its exploration."
     )
     fixed: dict[str, Scalar] = Field(
         default_factory=dict,

@@ -177,7 +177,7 @@ class ParameterSpec(SettingsModel):
         description="The parameter's type."
     )
     range: list[Scalar] | None = Field(
-        None,
+        default=None,
         description=(
             "Closed range `[min, max]` (int, float, bool); exclusive with `values`. Integers "
             "fit in int64, numbers are finite."
@@ -185,7 +185,7 @@ class ParameterSpec(SettingsModel):
         json_schema_extra={"allowed": "[min, max]: two finite numbers (integers within int64)"},
     )
     values: list[Scalar] | None = Field(
-        None,
+        default=None,
         description=(
             "Explicit ordered list of the allowed values; exclusive with `range`. Strings may "
             "not contain trigraphs (`??/` ...) or control characters."
@@ -197,10 +197,10 @@ class ParameterSpec(SettingsModel):
         },
     )
     log: bool = Field(
-        False, description="Sample, grid and discretise the range geometrically (min > 0)."
+        default=False, description="Sample, grid and discretise the range geometrically (min > 0)."
     )
     levels: int | None = Field(
-        None,
+        default=None,
         ge=1,
         le=MAX_LEVELS,
         description=(

@@ -226,10 +226,13 @@ class SurrogateSettings(SettingsModel):
     """``[surrogate]``: one LightGBM regressor per objective."""
 
     n_estimators: int = Field(
-        300, ge=1, le=MAX_N_ESTIMATORS, description="Boosting rounds of each LightGBM model."
+        default=300,
+        ge=1,
+        le=MAX_N_ESTIMATORS,
+        description="Boosting rounds of each LightGBM model.",
     )
     log_target: bool = Field(
-        False,
+        default=False,
         description="Learn log(objective): for positive objectives spanning orders of magnitude.",
     )
     params: dict[str, Any] = Field(

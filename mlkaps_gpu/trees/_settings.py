@@ -20,14 +20,14 @@ class TreesSettings(SettingsModel):
     best depth's."""
 
     mode: Literal["joint", "per_parameter"] = Field(
-        "joint",
+        default="joint",
         description=(
             "`joint`: one tree whose leaves hold complete configurations; `per_parameter`: "
             "one tree per design parameter."
         ),
     )
     max_depth: int | Literal["auto"] = Field(
-        "auto",
+        default="auto",
         description=(
             "Tree depth, or `auto`: the smallest depth whose mean predicted regret is within "
             "`depth_tolerance` of the best depth's."
@@ -35,7 +35,7 @@ class TreesSettings(SettingsModel):
         json_schema_extra={"allowed": f'an integer from 1 to {MAX_TREE_DEPTH}, or "auto"'},
     )
     depth_tolerance: float = Field(
-        0.01,
+        default=0.01,
         ge=0,
         le=1,
         allow_inf_nan=False,
@@ -45,7 +45,7 @@ class TreesSettings(SettingsModel):
         ),
     )
     prefix: str = Field(
-        "mlkaps",
+        default="mlkaps",
         description=(
             "Prefix of every symbol of the generated header (`<prefix>_select` ...) and its "
             "file name: an ASCII identifier, not a C/C++ keyword, `<math.h>` name, standard "
@@ -54,7 +54,7 @@ class TreesSettings(SettingsModel):
         json_schema_extra={"allowed": "an ASCII C identifier that is not reserved"},
     )
     verify_inputs: int = Field(
-        10_000,
+        default=10_000,
         ge=1,
         le=MAX_VERIFY_INPUTS,
         description="Inputs the compiled header is compared with the trees on.",
