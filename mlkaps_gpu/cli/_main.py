@@ -24,6 +24,7 @@ _COMMAND_MODULES = {
     "merge": "mlkaps_gpu.cli._merge",
     "report": "mlkaps_gpu.cli._report",
     "export": "mlkaps_gpu.cli._export",
+    "export-cache": "mlkaps_gpu.cli._export_cache",
     "analyze": "mlkaps_gpu.cli._analyze",
     "check": "mlkaps_gpu.cli._check",
 }

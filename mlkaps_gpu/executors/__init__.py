@@ -18,6 +18,7 @@ from mlkaps_gpu.executors._command import CommandExecutor
 from mlkaps_gpu.executors._cupy import CupyExecutor, cupy_available
 from mlkaps_gpu.executors._dask import DaskExecutor
 from mlkaps_gpu.executors._kernel_tuner_cache import KernelTunerCache, load_kernel_tuner_cache
+from mlkaps_gpu.executors._kernel_tuner_export import kernel_tuner_cache
 from mlkaps_gpu.executors._python import PythonExecutor
 from mlkaps_gpu.executors._replay import ReplayExecutor
 from mlkaps_gpu.executors._replay_data import ReplayDataError, ReplayTable, load_replay_csv
@@ -72,6 +73,7 @@ __all__ = [
     "ReplayTable",
     "empty_results",
     "encode_times",
+    "kernel_tuner_cache",
     "load_kernel_tuner_cache",
     "load_replay_csv",
 ]

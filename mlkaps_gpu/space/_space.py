@@ -210,6 +210,20 @@ class Space:
         assert self._product_columns is not None
         return self._product_codes, self._product_columns
 
+    @classmethod
+    def from_kernel_tuner(
+        cls,
+        tune_params: Mapping[str, Any],
+        restrictions: str | Sequence[str] | None = None,
+        **options: Any,
+    ) -> Space:
+        """The design space of Kernel Tuner's ``tune_params`` and restriction strings
+        (:func:`~mlkaps_gpu.space._kernel_tuner.space_from_kernel_tuner`: ``inputs``,
+        ``max_threads``, ``block_size_names``)."""
+        from mlkaps_gpu.space._kernel_tuner import space_from_kernel_tuner
+
+        return space_from_kernel_tuner(tune_params, restrictions, **options)
+
     def valid_design_codes(self, input_values: Mapping[str, Any] | None = None) -> np.ndarray:
         """Codes of every valid design for one input point (enumerable spaces only).
 

@@ -347,7 +347,7 @@ def merge(
     decisions = decide(before, campaign.space)
     mode = mode or merged_mode()
     attempts = []
-    depths = [max_depth] if max_depth != "auto" else ["auto", FAITHFUL_DEPTH]
+    depths: list[int | str] = [max_depth] if max_depth != "auto" else ["auto", FAITHFUL_DEPTH]
     for depth in depths:
         selector, header, details, after, agree = _fit_export_validate(
             campaign,
