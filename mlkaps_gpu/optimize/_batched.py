@@ -5,17 +5,22 @@ it in pymoo's per-individual bookkeeping. Here the populations of all points are
 integer design codes, shape ``(points, population, design)``, and each generation is:
 
 1. binary tournament on (rank, crowding), vectorised over points;
-2. pymoo's SBX crossover and polynomial mutation applied to all matings of all points in one call
-   each (they are array operators over the code ranges), then rounded to codes;
-3. validity of every child checked with the vectorised constraints, and invalid children repaired
-   to the nearest valid configuration *for their own point* (sum of absolute code differences);
+2. pymoo's SBX crossover and polynomial mutation (``_operators.py``: the same formulas and
+   draws, without pymoo's per-call tiling) applied to all matings of all points in one call
+   each, then rounded to codes;
+3. validity of every child, and invalid children repaired to the nearest valid configuration
+   *for their own point* (sum of absolute code differences): by lookup in a
+   :class:`~mlkaps_gpu.optimize._repair.RepairTable` where the space is enumerated, with the
+   vectorised constraints and ``Space.repair_codes`` otherwise;
 4. one surrogate prediction for all children of all points, each distinct (point, configuration)
-   predicted once and children equal to a parent given the parent's values;
+   predicted once, rows grouped by point, children equal to a parent given the parent's values;
 5. NSGA-II survival per point: for one objective, rank-and-crowding survival is a sort by the
    objective (vectorised); for several, pymoo's non-dominated sorting and crowding distance.
 
-A point stops when its best (weighted) objective has not improved for ``window`` generations; the
-whole run stops when every point has stopped or at ``generations``.
+Nothing in a generation is a table or a loop over rows: the population stays numpy arrays from
+the first generation to the last. A point stops when its best (weighted) objective has not
+improved for ``window`` generations; the whole run stops when every point has stopped or at
+``generations``.
 """
 
 from __future__ import annotations
@@ -23,16 +28,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import pandas as pd
-from pymoo.core.problem import Problem
-from pymoo.operators.crossover.sbx import SBX
-from pymoo.operators.mutation.pm import PM
 from pymoo.operators.survival.rank_and_crowding.metrics import get_crowding_function
 from pymoo.util.nds.non_dominated_sorting import NonDominatedSorting
 
+from mlkaps_gpu.optimize._operators import polynomial_mutation, simulated_binary_crossover
+from mlkaps_gpu.optimize._repair import RepairTable
 from mlkaps_gpu.space import Space, nearest_codes
 
 Predict = Callable[[np.ndarray], np.ndarray]
@@ -62,6 +65,40 @@ class BatchedResult:
     #: front, kept even if crowding later drops them): ``(points, objectives, design)``
     archive_codes: np.ndarray | None = None
     archive_values: np.ndarray | None = None
+
+
+@dataclass
+class _Grid:
+    """What a run knows of its grid: inputs, groups of points sharing a valid set, lookups."""
+
+    table: pd.DataFrame
+    input_features: np.ndarray
+    point_group: np.ndarray
+    valid_sets: list[np.ndarray]
+    repair: RepairTable | None
+    #: constraint columns of the inputs, for spaces checked without a table
+    input_columns: dict[str, np.ndarray]
+
+
+@dataclass
+class _Populations:
+    """The populations of the points that admit a valid configuration, and their progress.
+
+    Every array is indexed by position in ``points`` (grid indices of those points).
+    """
+
+    points: np.ndarray
+    codes: np.ndarray  # (points, population, design)
+    values: np.ndarray  # (points, population, objectives)
+    keys: np.ndarray  # (points, population): one integer per (point, configuration)
+    rank: np.ndarray
+    crowding: np.ndarray
+    best: np.ndarray  # best weighted objective so far
+    ideal: np.ndarray  # per-objective minima: the front's extent
+    archive_codes: np.ndarray
+    archive_values: np.ndarray
+    stalled: np.ndarray
+    active: np.ndarray
 
 
 class BatchedNSGA2:
@@ -100,12 +137,11 @@ class BatchedNSGA2:
         self.weights = None if weights is None else np.asarray(weights, dtype=float)
         self.seed = seed
         self.progress = progress
-        sizes = space.design_sizes.astype(float)
-        self._problem = Problem(n_var=len(sizes), n_obj=1, xl=np.zeros(len(sizes)), xu=sizes - 1)
-        self._crossover = SBX(prob_var=0.5, eta=3.0)  # pymoo's setting for integer codes
-        self._mutation = PM(eta=3.0, prob=1.0)
-        self._strides = np.cumprod(np.r_[1, space.design_sizes[:-1]]).astype(np.int64)
+        #: largest code of each design parameter (the operators' upper bounds)
+        self._upper = space.design_sizes.astype(np.float64) - 1
         self._product = int(np.prod(space.design_sizes.astype(float)))
+        #: code -> position in the design product (enumeration order); keys are built on it
+        self._strides = np.r_[np.cumprod(space.design_sizes[::-1])[::-1][1:], 1].astype(np.int64)
         self._design_numeric = [p.numeric(p.domain_values()) for p in space.design]
         self._design_columns = [
             p.domain_values().astype(object)
@@ -114,15 +150,282 @@ class BatchedNSGA2:
             for p in space.design
         ]
 
+    # --------------------------------------------------------------------------------- run
+    def run(self, predict: Predict, grid: pd.DataFrame) -> BatchedResult:
+        """Optimise every grid point; ``predict(features) -> (rows, objectives)`` minimised."""
+        rng = np.random.default_rng(np.random.SeedSequence(self.seed))
+        context = self._prepare(grid)
+        codes, alive = self._initial_codes(context, rng)
+        n_points = len(context.table)
+        result = BatchedResult(
+            codes=codes, values=np.full((n_points, self.population, 1), np.inf), alive=alive
+        )
+        points = np.flatnonzero(alive)
+        if len(points) == 0:
+            return result
+        state = self._initial_state(predict, context, codes, points, result, rng)
+        for generation in range(self.generations):
+            active = np.flatnonzero(state.active)
+            if len(active) == 0:
+                break
+            result.generations = generation + 1
+            self._generation(predict, context, state, active, result, rng)
+            result.history.append(float(np.mean(state.best)))
+            if self.progress:
+                self.progress(generation + 1, self.generations)
+        return self._finish(state, result)
+
+    # ------------------------------------------------------------------------------ setup
+    def _prepare(self, grid: pd.DataFrame) -> _Grid:
+        """Inputs as features, groups of points sharing a valid set, and their lookup table."""
+        space = self.space
+        table = grid[space.input_names].reset_index(drop=True)
+        point_group = np.zeros(len(table), dtype=np.int64)
+        valid_sets: list[np.ndarray] = []
+        groups = space._groups(table) if space.enumerable else []
+        for index, (values, rows) in enumerate(groups):
+            valid_sets.append(space.valid_design_codes(values).astype(np.int64))
+            point_group[rows] = index
+        repair = RepairTable(space, valid_sets) if RepairTable.fits(space, len(groups)) else None
+        return _Grid(
+            table=table,
+            input_features=space.features(table, space.input_names),
+            point_group=point_group,
+            valid_sets=valid_sets,
+            repair=repair,
+            input_columns=space.columns(table) if repair is None else {},
+        )
+
+    def _initial_codes(
+        self, context: _Grid, rng: np.random.Generator
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Valid configurations drawn per point, and which points admit any."""
+        space, n = self.space, self.population
+        n_points, n_design = len(context.table), len(space.design)
+        if not space.enumerable:
+            repeated = context.table.loc[context.table.index.repeat(n)].reset_index(drop=True)
+            drawn, found = space.sample_designs(repeated, rng)
+            alive = np.asarray(found.reshape(n_points, n).any(axis=1), dtype=bool)
+            return drawn.reshape(n_points, n, n_design), alive
+        codes = np.zeros((n_points, n, n_design), dtype=np.int64)
+        alive = np.ones(n_points, dtype=bool)
+        for group, valid in enumerate(context.valid_sets):
+            rows = np.flatnonzero(context.point_group == group)
+            if len(valid) == 0:
+                alive[rows] = False
+                continue
+            for row in rows:
+                codes[row] = valid[rng.choice(len(valid), size=n, replace=len(valid) < n)]
+        return codes, alive
+
+    def _initial_state(
+        self,
+        predict: Predict,
+        context: _Grid,
+        codes: np.ndarray,
+        points: np.ndarray,
+        result: BatchedResult,
+        rng: np.random.Generator,
+    ) -> _Populations:
+        n, n_design = self.population, len(self.space.design)
+        population = codes[points]
+        flat_points = np.repeat(points, n)
+        flat_codes = population.reshape(-1, n_design)
+        values = self._evaluate(predict, context, flat_points, flat_codes, result)
+        n_objectives = values.shape[1]
+        values = values.reshape(len(points), n, n_objectives)
+        keys = self._keys(flat_points, flat_codes).reshape(len(points), n)
+        _, rank, crowding = self._survive(values, keys, rng)
+        extreme = values.argmin(axis=1)  # (points, objectives)
+        return _Populations(
+            points=points,
+            codes=population,
+            values=values,
+            keys=keys,
+            rank=rank,
+            crowding=crowding,
+            best=(values @ self._weights(n_objectives)).min(axis=1),
+            ideal=values.min(axis=1),
+            archive_codes=np.take_along_axis(population, extreme[..., None], axis=1),
+            archive_values=np.take_along_axis(values, extreme[..., None], axis=1),
+            stalled=np.zeros(len(points), dtype=np.int64),
+            active=np.ones(len(points), dtype=bool),
+        )
+
+    def _weights(self, n_objectives: int) -> np.ndarray:
+        return self.weights if self.weights is not None else np.ones(n_objectives)
+
+    # ------------------------------------------------------------------------- generation
+    def _generation(
+        self,
+        predict: Predict,
+        context: _Grid,
+        state: _Populations,
+        active: np.ndarray,
+        result: BatchedResult,
+        rng: np.random.Generator,
+    ) -> None:
+        """One generation of the active points: offspring, evaluation, survival, convergence."""
+        n, n_design = self.population, len(self.space.design)
+        child_points = np.repeat(state.points[active], n)
+        children = self._offspring(state, active, rng)
+        children = self._repair(context, child_points, children, rng)
+        child_keys = self._keys(child_points, children)
+        child_values = self._child_values(predict, context, state, active, result, children)
+        child_values = child_values.reshape(len(active), n, -1)
+        children = children.reshape(len(active), n, n_design)
+        if child_values.shape[2] > 1:
+            self._update_archive(state, active, children, child_values)
+        merged_values = np.concatenate([state.values[active], child_values], axis=1)
+        merged_codes = np.concatenate([state.codes[active], children], axis=1)
+        merged_keys = np.concatenate([state.keys[active], child_keys.reshape(len(active), n)], 1)
+        survivors, rank, crowding = self._survive(merged_values, merged_keys, rng)
+        state.codes[active] = np.take_along_axis(merged_codes, survivors[..., None], axis=1)
+        state.values[active] = np.take_along_axis(merged_values, survivors[..., None], axis=1)
+        state.keys[active] = np.take_along_axis(merged_keys, survivors, axis=1)
+        state.rank[active], state.crowding[active] = rank, crowding
+        self._converge(state, active)
+
+    def _offspring(
+        self, state: _Populations, active: np.ndarray, rng: np.random.Generator
+    ) -> np.ndarray:
+        """Tournament, SBX and polynomial mutation, rounded to codes: ``(active * n, design)``."""
+        n, n_design = self.population, len(self.space.design)
+        parents = self._tournament(state.rank[active], state.crowding[active], rng)
+        mates = np.take_along_axis(state.codes[active], parents[..., None], axis=1)
+        pairs = mates.reshape(len(active) * n // 2, 2, n_design).transpose(1, 0, 2)
+        children = simulated_binary_crossover(pairs, self._upper, rng)
+        children = children.transpose(1, 0, 2).reshape(len(active) * n, n_design)
+        children = polynomial_mutation(children, self._upper, rng)
+        return np.clip(np.rint(children), 0, self.space.design_sizes - 1).astype(np.int64)
+
+    def _child_values(
+        self,
+        predict: Predict,
+        context: _Grid,
+        state: _Populations,
+        active: np.ndarray,
+        result: BatchedResult,
+        children: np.ndarray,
+    ) -> np.ndarray:
+        """Objective values of the children: a parent's where a child equals a parent of its
+        point, the surrogate's for the others."""
+        n = self.population
+        child_points = np.repeat(state.points[active], n)
+        parent_keys = state.keys[active].ravel()
+        parent_values = state.values[active].reshape(len(parent_keys), -1)
+        child_keys = self._keys(child_points, children)
+        order = np.argsort(parent_keys, kind="stable")
+        slot = np.minimum(np.searchsorted(parent_keys[order], child_keys), len(order) - 1)
+        known = parent_keys[order[slot]] == child_keys
+        values = np.empty((len(children), parent_values.shape[1]))
+        values[known] = parent_values[order[slot[known]]]
+        fresh = ~known
+        if fresh.any():
+            values[fresh] = self._evaluate(
+                predict, context, child_points[fresh], children[fresh], result
+            )
+        return values
+
+    def _update_archive(
+        self,
+        state: _Populations,
+        active: np.ndarray,
+        children: np.ndarray,
+        child_values: np.ndarray,
+    ) -> None:
+        """Keep, per point and objective, the best configuration ever evaluated."""
+        rows = np.arange(len(active))
+        for objective in range(child_values.shape[2]):
+            index = child_values[..., objective].argmin(axis=1)
+            candidate = child_values[rows, index]
+            better = candidate[:, objective] < state.archive_values[active, objective, objective]
+            state.archive_values[active[better], objective] = candidate[better]
+            state.archive_codes[active[better], objective] = children[rows, index][better]
+
+    def _converge(self, state: _Populations, active: np.ndarray) -> None:
+        """Count generations without improvement; stop points that reach ``window``."""
+        values = state.values[active]
+        current = (values @ self._weights(values.shape[2])).min(axis=1)
+        best = state.best[active]
+        improved = current < best - self.tolerance * np.abs(best)
+        state.best[active] = np.minimum(best, current)
+        if values.shape[2] > 1:  # a front that still widens has not converged either
+            extent = values.min(axis=1)
+            ideal = state.ideal[active]
+            improved |= (extent < ideal - self.tolerance * np.abs(ideal)).any(axis=1)
+            state.ideal[active] = np.minimum(ideal, extent)
+        state.stalled[active] = np.where(improved, 0, state.stalled[active] + 1)
+        state.active[active] = state.stalled[active] < self.window
+
+    def _finish(self, state: _Populations, result: BatchedResult) -> BatchedResult:
+        n_points, n, n_design = result.codes.shape
+        n_objectives = state.values.shape[2]
+        result.codes[state.points] = state.codes
+        result.values = np.full((n_points, n, n_objectives), np.inf)
+        result.values[state.points] = state.values
+        result.archive_codes = np.zeros((n_points, n_objectives, n_design), dtype=np.int64)
+        result.archive_values = np.full((n_points, n_objectives, n_objectives), np.inf)
+        result.archive_codes[state.points] = state.archive_codes
+        result.archive_values[state.points] = state.archive_values
+        return result
+
     # ------------------------------------------------------------------------------ pieces
     def _keys(self, points: np.ndarray, codes: np.ndarray) -> np.ndarray:
         return points.astype(np.int64) * self._product + codes @ self._strides
 
     def _features(self, inputs: np.ndarray, codes: np.ndarray) -> np.ndarray:
-        columns = [inputs] + [
-            self._design_numeric[d][codes[:, d]][:, None] for d in range(codes.shape[1])
-        ]
-        return np.hstack(columns)
+        out = np.empty((len(codes), inputs.shape[1] + codes.shape[1]))
+        out[:, : inputs.shape[1]] = inputs
+        for d in range(codes.shape[1]):
+            out[:, inputs.shape[1] + d] = self._design_numeric[d][codes[:, d]]
+        return out
+
+    def _evaluate(
+        self,
+        predict: Predict,
+        context: _Grid,
+        points: np.ndarray,
+        codes: np.ndarray,
+        result: BatchedResult,
+    ) -> np.ndarray:
+        """Objective values of (point, codes) rows: each distinct row predicted once, the rows
+        sent in key order, that is grouped by point (LightGBM predicts such rows faster)."""
+        keys = self._keys(points, codes)
+        unique, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+        features = self._features(context.input_features[points[first]], codes[first])
+        started = time.perf_counter()
+        predicted = np.asarray(predict(features), dtype=float).reshape(len(unique), -1)
+        result.predict_seconds += time.perf_counter() - started
+        result.predictions += len(unique)
+        return predicted[inverse.ravel()]
+
+    def _repair(
+        self,
+        context: _Grid,
+        points: np.ndarray,
+        codes: np.ndarray,
+        rng: np.random.Generator,
+    ) -> np.ndarray:
+        """Nearest valid configuration for each invalid row, for its own point."""
+        groups = context.point_group[points]
+        if context.repair is not None:
+            return context.repair.repair(groups, codes)
+        inputs = {name: column[points] for name, column in context.input_columns.items()}
+        invalid = np.flatnonzero(~self._valid_mask(inputs, codes))
+        if len(invalid) == 0:
+            return codes
+        codes = codes.copy()
+        if self.space.enumerable:
+            for group in np.unique(groups[invalid]):
+                rows = invalid[groups[invalid] == group]
+                valid = context.valid_sets[group]
+                if len(valid):
+                    codes[rows] = nearest_codes(codes[rows], valid)
+            return codes
+        table = context.table.iloc[points[invalid]].reset_index(drop=True)
+        codes[invalid] = self.space.repair_codes(table, codes[invalid], rng)
+        return codes
 
     def _valid_mask(self, input_columns: dict[str, np.ndarray], codes: np.ndarray) -> np.ndarray:
         """Which rows (inputs given per row) satisfy every constraint."""
@@ -134,33 +437,6 @@ class BatchedNSGA2:
         for constraint in self.space.constraints:
             mask &= constraint.evaluate(columns, n)
         return mask
-
-    def _repair(
-        self,
-        grid: pd.DataFrame,
-        groups: list[tuple[dict[str, Any], np.ndarray]],
-        point_group: np.ndarray,
-        points: np.ndarray,
-        codes: np.ndarray,
-        input_columns: dict[str, np.ndarray],
-        rng: np.random.Generator,
-    ) -> np.ndarray:
-        """Nearest valid configuration for each invalid row, for its own point."""
-        invalid = np.flatnonzero(~self._valid_mask(input_columns, codes))
-        if len(invalid) == 0:
-            return codes
-        codes = codes.copy()
-        if self.space.enumerable:
-            row_groups = point_group[points[invalid]]
-            for group in np.unique(row_groups):
-                rows = invalid[row_groups == group]
-                valid = self._valid_sets[group]
-                if len(valid):
-                    codes[rows] = nearest_codes(codes[rows], valid)
-            return codes
-        inputs = grid.iloc[points[invalid]].reset_index(drop=True)
-        codes[invalid] = self.space.repair_codes(inputs, codes[invalid], rng)
-        return codes
 
     def _survive(
         self, values: np.ndarray, keys: np.ndarray, rng: np.random.Generator
@@ -177,10 +453,19 @@ class BatchedNSGA2:
         penalised = np.where(repeated[..., None], np.inf, values)
         n = self.population
         if n_objectives == 1:
-            noise = rng.random((n_points, merged))  # random tie-break, as pymoo's
-            order = np.lexsort((noise, penalised[..., 0]), axis=1)[:, :n]
+            # by value, ties broken at random as pymoo's: sorting by the noise, then stably by
+            # the value, is the lexicographic order of (value, noise)
+            by_noise = np.argsort(rng.random((n_points, merged)), axis=1)
+            value = np.take_along_axis(penalised[..., 0], by_noise, axis=1)
+            by_value = np.argsort(value, axis=1, kind="stable")[:, :n]
+            order = np.take_along_axis(by_noise, by_value, axis=1)
             rank = np.broadcast_to(np.arange(n), (n_points, n)).astype(float)
             return order, rank, np.zeros((n_points, n))
+        return self._survive_fronts(penalised)
+
+    def _survive_fronts(self, penalised: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Several objectives: pymoo's non-dominated sorting and crowding distance per point."""
+        n_points, n = len(penalised), self.population
         survivors = np.empty((n_points, n), dtype=np.int64)
         rank = np.empty((n_points, n))
         crowding = np.empty((n_points, n))
@@ -215,151 +500,3 @@ class BatchedNSGA2:
         crowd_a, crowd_b = np.take_along_axis(crowding, a, 1), np.take_along_axis(crowding, b, 1)
         a_wins = (rank_a < rank_b) | ((rank_a == rank_b) & (crowd_a >= crowd_b))
         return np.where(a_wins, a, b)
-
-    # --------------------------------------------------------------------------------- run
-    def run(self, predict: Predict, grid: pd.DataFrame) -> BatchedResult:
-        """Optimise every grid point; ``predict(features) -> (rows, objectives)`` minimised."""
-        space, n = self.space, self.population
-        rng = np.random.default_rng(np.random.SeedSequence(self.seed))
-        grid = grid[space.input_names].reset_index(drop=True)
-        n_points, n_design = len(grid), len(space.design)
-        input_features = space.features(grid, space.input_names)
-        all_inputs = space.columns(grid)
-        # valid design sets per group of points sharing the constrained inputs
-        self._valid_sets: list[np.ndarray] = []
-        point_group = np.zeros(n_points, dtype=np.int64)
-        groups = space._groups(grid) if space.enumerable else []
-        for index, (values, rows) in enumerate(groups):
-            self._valid_sets.append(space.valid_design_codes(values).astype(np.int64))
-            point_group[rows] = index
-        # initial populations: valid configurations drawn per point
-        codes = np.zeros((n_points, n, n_design), dtype=np.int64)
-        alive = np.ones(n_points, dtype=bool)
-        if space.enumerable:
-            for index, (_, rows) in enumerate(groups):
-                valid = self._valid_sets[index]
-                if len(valid) == 0:
-                    alive[rows] = False
-                    continue
-                for row in rows:
-                    take = rng.choice(len(valid), size=n, replace=len(valid) < n)
-                    codes[row] = valid[take]
-        else:
-            repeated = grid.loc[grid.index.repeat(n)].reset_index(drop=True)
-            drawn, found = space.sample_designs(repeated, rng)
-            codes = drawn.reshape(n_points, n, n_design)
-            alive = np.asarray(found.reshape(n_points, n).any(axis=1), dtype=bool)
-        result = BatchedResult(codes=codes, values=np.full((n_points, n, 1), np.inf), alive=alive)
-        points = np.flatnonzero(alive)
-        if len(points) == 0:
-            return result
-
-        def evaluate(point_index: np.ndarray, child_codes: np.ndarray) -> np.ndarray:
-            keys = self._keys(point_index, child_codes)
-            unique, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-            features = self._features(input_features[point_index[first]], child_codes[first])
-            started = time.perf_counter()
-            predicted = np.asarray(predict(features), dtype=float).reshape(len(unique), -1)
-            result.predict_seconds += time.perf_counter() - started
-            result.predictions += len(unique)
-            return predicted[inverse.ravel()]
-
-        flat_points = np.repeat(points, n)
-        initial_values = evaluate(flat_points, codes[points].reshape(-1, n_design))
-        n_objectives = initial_values.shape[1]
-        weights = self.weights if self.weights is not None else np.ones(n_objectives)
-        population = codes[points]
-        population_values = initial_values.reshape(len(points), n, n_objectives)
-        population_keys = self._keys(flat_points, population.reshape(-1, n_design)).reshape(
-            len(points), n
-        )
-        _, rank, crowding = self._survive(population_values, population_keys, rng)
-        order = np.argsort(rank, axis=1, kind="stable")  # survivors' order is rank order here
-        best = (population_values @ weights).min(axis=1)
-        ideal = population_values.min(axis=1)  # per-objective minima: the front's extent
-        extreme = population_values.argmin(axis=1)  # (points, objectives)
-        archive_codes = np.take_along_axis(population, extreme[..., None], axis=1)
-        archive_values = np.take_along_axis(population_values, extreme[..., None], axis=1)
-        stalled = np.zeros(len(points), dtype=np.int64)
-        active = np.ones(len(points), dtype=bool)
-        del order
-        for generation in range(self.generations):
-            act = np.flatnonzero(active)
-            if len(act) == 0:
-                break
-            result.generations = generation + 1
-            parents = self._tournament(rank[act], crowding[act], rng)
-            mates = np.take_along_axis(population[act], parents[..., None], axis=1)
-            pairs = mates.reshape(len(act) * n // 2, 2, n_design).transpose(1, 0, 2)
-            children = self._crossover._do(self._problem, pairs.astype(float), random_state=rng)
-            children = children.transpose(1, 0, 2).reshape(len(act) * n, n_design)
-            children = self._mutation._do(self._problem, children, random_state=rng)
-            children = np.clip(np.rint(children), 0, space.design_sizes - 1).astype(np.int64)
-            child_points = np.repeat(points[act], n)
-            inputs = {k: v[child_points] for k, v in all_inputs.items()}
-            children = self._repair(grid, groups, point_group, child_points, children, inputs, rng)
-            # children identical to a parent of their point take the parent's values
-            child_keys = self._keys(child_points, children).reshape(len(act), n)
-            merged_keys = np.concatenate([population_keys[act], child_keys], axis=1)
-            child_values = np.empty((len(act) * n, n_objectives))
-            parent_keys = population_keys[act].ravel()
-            unique, inverse = np.unique(
-                np.concatenate([parent_keys, child_keys.ravel()]), return_inverse=True
-            )
-            inverse = inverse.ravel()
-            known_value = np.empty((len(unique), n_objectives))
-            has_parent = np.zeros(len(unique), dtype=bool)
-            has_parent[inverse[: len(parent_keys)]] = True
-            known_value[inverse[: len(parent_keys)]] = population_values[act].reshape(
-                -1, n_objectives
-            )
-            child_slot = inverse[len(parent_keys) :]
-            known = has_parent[child_slot]
-            child_values[known] = known_value[child_slot[known]]
-            fresh = ~known
-            if fresh.any():
-                child_values[fresh] = evaluate(child_points[fresh], children[fresh])
-            merged_values = np.concatenate(
-                [population_values[act], child_values.reshape(len(act), n, n_objectives)], axis=1
-            )
-            merged_codes = np.concatenate(
-                [population[act], children.reshape(len(act), n, n_design)], axis=1
-            )
-            if n_objectives > 1:
-                shaped = child_values.reshape(len(act), n, n_objectives)
-                shaped_codes = children.reshape(len(act), n, n_design)
-                for objective in range(n_objectives):
-                    index = shaped[..., objective].argmin(axis=1)
-                    rows = np.arange(len(act))
-                    candidate = shaped[rows, index]
-                    better = candidate[:, objective] < archive_values[act, objective, objective]
-                    archive_values[act[better], objective] = candidate[better]
-                    archive_codes[act[better], objective] = shaped_codes[rows, index][better]
-            survivors, new_rank, new_crowding = self._survive(merged_values, merged_keys, rng)
-            population[act] = np.take_along_axis(merged_codes, survivors[..., None], axis=1)
-            population_values[act] = np.take_along_axis(merged_values, survivors[..., None], axis=1)
-            population_keys[act] = np.take_along_axis(merged_keys, survivors, axis=1)
-            rank[act], crowding[act] = new_rank, new_crowding
-            current = (population_values[act] @ weights).min(axis=1)
-            improved = current < best[act] - self.tolerance * np.abs(best[act])
-            best[act] = np.minimum(best[act], current)
-            if n_objectives > 1:  # a front that still widens has not converged either
-                extent = population_values[act].min(axis=1)
-                margin = self.tolerance * np.abs(ideal[act])
-                improved |= (extent < ideal[act] - margin).any(axis=1)
-                ideal[act] = np.minimum(ideal[act], extent)
-            stalled[act] = np.where(improved, 0, stalled[act] + 1)
-            active[act] = stalled[act] < self.window
-            result.history.append(float(np.mean(best)))
-            if self.progress:
-                self.progress(generation + 1, self.generations)
-        result.codes = codes
-        result.codes[points] = population
-        full_values = np.full((n_points, n, n_objectives), np.inf)
-        full_values[points] = population_values
-        result.values = full_values
-        result.archive_codes = np.zeros((n_points, n_objectives, n_design), dtype=np.int64)
-        result.archive_values = np.full((n_points, n_objectives, n_objectives), np.inf)
-        result.archive_codes[points] = archive_codes
-        result.archive_values[points] = archive_values
-        return result

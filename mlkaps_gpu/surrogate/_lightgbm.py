@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
-from typing import Any
+from pathlib import Path
+from typing import Any, Literal
 
 import lightgbm as lgb
 import numpy as np
 
 from mlkaps_gpu.surrogate._base import Surrogate
+from mlkaps_gpu.surrogate._compiled import CompiledForest, compile_model
 
 #: Defaults tuned for the small sample counts of tuning campaigns (a few hundred rows and up).
 DEFAULT_PARAMS: dict[str, Any] = {
@@ -27,6 +30,11 @@ DEFAULT_PARAMS: dict[str, Any] = {
 
 #: Rows below which training and prediction run on one thread unless ``num_threads`` says.
 _SMALL_DATA_ROWS = 20_000
+#: Rows of a prediction from which ``engine="auto"`` compiles a model: reading a model's
+#: tables costs about as much as LightGBM predicting this many rows.
+_COMPILE_FROM_ROWS = 2_000
+Engine = Literal["auto", "compiled", "lightgbm"]
+ENGINES: tuple[str, ...] = ("auto", "compiled", "lightgbm")
 
 
 class LightGBMSurrogate(Surrogate):
@@ -40,6 +48,12 @@ class LightGBMSurrogate(Surrogate):
         num_threads: threads for training and prediction (0: one thread below 20,000 rows,
             LightGBM's default above).
         params: extra LightGBM parameters, overriding ``DEFAULT_PARAMS``.
+        engine: who predicts: ``auto`` (the compiled engine of ``_compiled.py`` from the first
+            prediction of 2,000 rows or more, LightGBM before and wherever the engine cannot be
+            built), ``compiled`` (always; an error where it cannot be built) or ``lightgbm``.
+            All give the same numbers, to the bit.
+        cache_dir: where the compiled engine and the model's tables are kept between runs
+            (a folder of this process when ``None``).
     """
 
     def __init__(
@@ -51,7 +65,13 @@ class LightGBMSurrogate(Surrogate):
         seed: int = 0,
         num_threads: int = 0,
         params: dict[str, Any] | None = None,
+        engine: Engine = "auto",
+        cache_dir: str | Path | None = None,
     ) -> None:
+        if engine not in ENGINES:
+            raise ValueError(f"unknown prediction engine '{engine}' (allowed: {ENGINES})")
+        self.engine = engine
+        self.cache_dir = cache_dir
         self.categorical_features = list(categorical_features)
         self.n_estimators = n_estimators
         self.log_target = log_target
@@ -86,13 +106,39 @@ class LightGBMSurrogate(Surrogate):
         self.booster_ = lgb.train(
             self._lgb_params(len(features)), dataset, num_boost_round=self.n_estimators
         )
+        self.__dict__.pop("_compiled", None)
 
     def _predict(self, features: np.ndarray) -> np.ndarray:
         threads = self._threads(len(features))
-        prediction = np.asarray(
-            self.booster_.predict(features, num_threads=threads), dtype=np.float64
-        )
+        compiled = self.compiled(len(features))
+        if compiled is not None and features.ndim == 2 and features.shape[1] == compiled.n_features:
+            prediction = compiled.predict(features, threads=threads or (os.cpu_count() or 1))
+        else:
+            prediction = np.asarray(
+                self.booster_.predict(features, num_threads=threads), dtype=np.float64
+            )
         return np.exp(prediction) if self.log_target else prediction
+
+    def compiled(self, n_rows: int = _COMPILE_FROM_ROWS) -> CompiledForest | None:
+        """The compiled predictor of the fitted booster, built on first need (``None``: LightGBM
+        predicts; with ``engine="auto"``, also for predictions of fewer than 2,000 rows until
+        one is built)."""
+        if self.engine == "lightgbm":
+            return None
+        if "_compiled" not in self.__dict__:
+            if self.engine == "auto" and n_rows < _COMPILE_FROM_ROWS:
+                return None
+            self._compiled = compile_model(
+                self.booster_.model_to_string(), cache_dir=self.cache_dir
+            )
+            if self._compiled is None and self.engine == "compiled":
+                raise RuntimeError("engine='compiled': the compiled engine is unavailable here")
+        return self._compiled
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.pop("_compiled", None)  # a loaded C library: rebuilt (from the cache) on need
+        return state
 
     def save(self, path: str) -> None:
         """Write the booster as LightGBM's text format (``model_to_string``)."""
@@ -100,8 +146,12 @@ class LightGBMSurrogate(Surrogate):
             handle.write(self.booster_.model_to_string())
 
     @classmethod
-    def load(cls, path: str, *, log_target: bool = False) -> LightGBMSurrogate:
-        model = cls(log_target=log_target)
+    def load(
+        cls, path: str, *, log_target: bool = False, engine: Engine = "auto"
+    ) -> LightGBMSurrogate:
+        """A booster saved by :meth:`save`; its compiled engine and tables are cached in the
+        model's folder."""
+        model = cls(log_target=log_target, engine=engine, cache_dir=Path(path).parent)
         model.booster_ = lgb.Booster(model_file=path)
         return model
 

@@ -1,0 +1,115 @@
+"""pymoo's SBX crossover and polynomial mutation on design codes, without their bookkeeping.
+
+The batched NSGA-II applies them to the matings of every grid point at once. pymoo's functions
+(``cross_sbx``, ``mut_pm``) tile the bounds and the parameters to full matrices on every call,
+which cost more than the operators themselves at this size. These functions keep pymoo's
+formulas, operation for operation, and draw the same random numbers in the same order, so the
+children are pymoo's to the bit (``tests/optimize/test_operators.py`` checks it), for bounds
+``[0, upper]`` and constant parameters.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: pymoo's setting for integer codes, as in its examples.
+ETA = 3.0
+#: SBX: probability that a variable of a mating is crossed, and that children swap.
+CROSS_PROBABILITY = 0.5
+SWAP_PROBABILITY = 0.5
+#: SBX: parents closer than this in a variable are not crossed there.
+_TOO_CLOSE = 1.0e-14
+
+
+def simulated_binary_crossover(
+    parents: np.ndarray, upper: np.ndarray, rng: np.random.Generator, *, eta: float = ETA
+) -> np.ndarray:
+    """Two children per mating, ``(2, matings, variables)``, from parents of the same shape.
+
+    pymoo's ``SBX(prob_var=0.5, eta=eta)`` with ``prob_exch=1`` on bounds ``[0, upper]``.
+    """
+    parents = np.asarray(parents, dtype=np.float64)
+    n_matings, n_variables = parents.shape[1:]
+    rng.random((n_matings, 1))  # pymoo's exchange draw; with prob_exch = 1 it changes nothing
+    cross = rng.random((n_matings, n_variables)) < CROSS_PROBABILITY
+    cross[np.abs(parents[0] - parents[1]) <= _TOO_CLOSE] = False
+    cross[:, upper == 0] = False
+    where = np.flatnonzero(cross)  # row-major: pymoo's boolean-mask order
+    first, second = parents[0].ravel()[where], parents[1].ravel()[where]
+    smaller = first < second
+    low = np.where(smaller, first, second)
+    high = np.where(smaller, second, first)
+    bound_high = upper[where % n_variables]
+    etas = np.full(len(where), eta)
+    rand = rng.random(len(where))
+    delta = high - low
+    betaq = _betaq(1.0 + (2.0 * (low - 0.0) / delta), etas, rand)
+    child_low = 0.5 * ((low + high) - betaq * delta)
+    betaq = _betaq(1.0 + (2.0 * (bound_high - high) / delta), etas, rand)
+    child_high = 0.5 * ((low + high) + betaq * delta)
+    child_first = np.where(smaller, child_low, child_high)
+    child_second = np.where(smaller, child_high, child_low)
+    swap = np.bitwise_xor(rng.random(len(where)) < SWAP_PROBABILITY, first > second)
+    children = parents.copy()
+    children[0].ravel()[where] = np.where(swap, child_second, child_first)
+    children[1].ravel()[where] = np.where(swap, child_first, child_second)
+    return _clamp(children, upper)
+
+
+def _betaq(beta: np.ndarray, etas: np.ndarray, rand: np.ndarray) -> np.ndarray:
+    """pymoo's ``calc_betaq``, each power computed only where it is used."""
+    alpha = 2.0 - np.power(beta, -(etas + 1.0))
+    inside = rand <= (1.0 / alpha)
+    outside = rand > (1.0 / alpha)
+    betaq = np.zeros(inside.shape)
+    betaq[inside] = np.power(rand[inside] * alpha[inside], 1.0 / (etas[inside] + 1.0))
+    betaq[outside] = np.power(
+        1.0 / (2.0 - rand[outside] * alpha[outside]), 1.0 / (etas[outside] + 1.0)
+    )
+    return betaq
+
+
+def polynomial_mutation(
+    values: np.ndarray, upper: np.ndarray, rng: np.random.Generator, *, eta: float = ETA
+) -> np.ndarray:
+    """pymoo's ``PM(eta=eta, prob=1.0)`` on rows of variables bounded by ``[0, upper]``: each
+    variable mutates with probability ``min(0.5, 1 / variables)``."""
+    values = np.asarray(values, dtype=np.float64)
+    n_rows, n_variables = values.shape
+    mutate = rng.random((n_rows, n_variables)) < min(0.5, 1 / n_variables)
+    mutate[:, upper == 0] = False
+    where = np.flatnonzero(mutate)
+    high = upper[where % n_variables]
+    low = np.zeros(len(where))
+    x = values.ravel()[where]
+    etas = np.full(len(x), eta)
+    rand = rng.random(x.shape)
+    below = rand <= 0.5
+    above = ~below
+    deltaq = np.zeros(x.shape)
+    with np.errstate(invalid="ignore"):
+        # pymoo's two branches, each computed only where it is used
+        span, e, r = (high - low)[below], etas[below], rand[below]
+        delta1 = (x[below] - low[below]) / span
+        value = 2.0 * r + (1.0 - 2.0 * r) * (np.power(1.0 - delta1, (e + 1.0)))
+        deltaq[below] = np.power(value, 1.0 / (e + 1.0)) - 1.0
+        span, e, r = (high - low)[above], etas[above], rand[above]
+        delta2 = (high[above] - x[above]) / span
+        value = 2.0 * (1.0 - r) + 2.0 * (r - 0.5) * (np.power(1.0 - delta2, (e + 1.0)))
+        deltaq[above] = 1.0 - (np.power(value, 1.0 / (e + 1.0)))
+    mutated = x + deltaq * (high - low)
+    mutated = np.where(mutated < low, low, mutated)
+    mutated = np.where(mutated > high, high, mutated)
+    out = values.copy()
+    out.ravel()[where] = mutated
+    return _clamp(out, upper)
+
+
+def _clamp(values: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    """Values outside ``[0, upper]`` set to the bound (as pymoo's clamp: comparisons, so an
+    in-range value keeps its exact bits)."""
+    upper = np.broadcast_to(upper, values.shape)
+    values[values < 0] = 0.0
+    above = values > upper
+    values[above] = upper[above]
+    return values
