@@ -1,0 +1,1 @@
+"""Tests of the documentation: every code block of the README and docs/, and the tutorials."""
