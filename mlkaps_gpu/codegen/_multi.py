@@ -14,7 +14,11 @@ another target's. After them come the common API, under ``<prefix>``:
   and fills ``out`` with the default target's answer. Host and device: the name comparison is
   an inline loop, not ``strcmp``.
 
-All targets must have identical input and design parameters (names, kinds, values, ranges).
+All targets must have identical input and design parameters (names, kinds, values, ranges),
+with one exception: a categorical input that holds a single value in a target (a campaign that
+measured one GPU) is a constant of that target, not a conflict. The target's own select gets its
+only value; the common functions take that input only where some target has several values of
+it (those targets must then agree on them), and drop it where every target has one.
 """
 
 from __future__ import annotations
@@ -89,6 +93,20 @@ def _describe(parameter: Parameter) -> str:
     return text
 
 
+def _one_valued(parameter: Parameter) -> bool:
+    """A categorical input with a single value: a constant of its target."""
+    return parameter.kind == "categorical" and len(parameter.domain_values()) == 1
+
+
+def _common_inputs(models: Sequence[DecisionModel]) -> list[Parameter]:
+    """Per input, the parameter of the first target holding several of its values (else the
+    first target's one-valued parameter)."""
+    return [
+        next((p for p in column if not _one_valued(p)), column[0])
+        for column in zip(*(m.inputs for m in models), strict=True)
+    ]
+
+
 def _check_parameters(targets: Sequence[Target], models: Sequence[DecisionModel]) -> None:
     first, reference = targets[0], models[0]
     where0 = first.label or first.name
@@ -107,12 +125,23 @@ def _check_parameters(targets: Sequence[Target], models: Sequence[DecisionModel]
                     f"{names0} of target '{first.name}' ({where0}): {what}"
                 )
             for parameter, parameter0 in zip(mine, theirs, strict=True):
+                if role == "input" and (_one_valued(parameter) or _one_valued(parameter0)):
+                    continue  # a constant of its target (module docstring)
                 if parameter != parameter0:
                     raise MultiTargetError(
                         f"target '{target.name}' ({where}): {role} parameter "
                         f"'{parameter.name}' is {_describe(parameter)} but "
                         f"{_describe(parameter0)} in target '{first.name}' ({where0})"
                     )
+    for column in zip(*(m.inputs for m in models), strict=True):
+        several = [(t, p) for t, p in zip(targets, column, strict=True) if not _one_valued(p)]
+        for target, parameter in several[1:]:
+            if parameter != several[0][1]:
+                raise MultiTargetError(
+                    f"target '{target.name}': input parameter '{parameter.name}' is "
+                    f"{_describe(parameter)} but {_describe(several[0][1])} in target "
+                    f"'{several[0][0].name}'"
+                )
 
 
 def _enum_lines(parameter: Parameter, names: InputNames | OutputNames) -> list[str]:
@@ -224,6 +253,8 @@ class _MultiPlan:
     name_equals: str
     selected_name: str
     converters: list[str]
+    common_inputs: list[Parameter]  # per input: the parameter the common functions take
+    dropped: list[bool]  # per input: one-valued in every target, not taken by common functions
     arguments: list[str]
     name_arg: str
     out_arg: str
@@ -260,7 +291,8 @@ def _plan(targets: Sequence[Target], prefix: str, default: str | None) -> _Multi
         NamePlan.build(f"{prefix}_{ident}", m.inputs, m.design, m.tree_names)
         for ident, m in zip(identifiers, models, strict=True)
     ]
-    common = NamePlan.build(prefix, reference.inputs, reference.design, ())
+    common_inputs = _common_inputs(models)
+    common = NamePlan.build(prefix, common_inputs, reference.design, ())
     guard = f"{prefix.upper()}_MULTI_TARGET_H_INCLUDED"
     select_target = f"{prefix}_select_target"
     public = [guard, common.hd_macro, common.config_type, common.select_function, select_target]
@@ -287,6 +319,8 @@ def _plan(targets: Sequence[Target], prefix: str, default: str | None) -> _Multi
         name_equals=name_equals,
         selected_name=selected_name,
         converters=converters,
+        common_inputs=common_inputs,
+        dropped=[_one_valued(p) for p in common_inputs],
         arguments=arguments,
         name_arg=name_arg,
         out_arg=out_arg,
@@ -357,8 +391,8 @@ def _common_types(mp: _MultiPlan) -> list[list[str]]:
             "#endif",
         ],
     ]
-    for parameter, names in zip(reference.inputs, common.inputs, strict=True):
-        if parameter.kind == "categorical":
+    for parameter, names, dropped in zip(mp.common_inputs, common.inputs, mp.dropped, strict=True):
+        if parameter.kind == "categorical" and not dropped:
             blocks.append(_enum_lines(parameter, names))
     for parameter, output_names in zip(reference.design, common.outputs, strict=True):
         if parameter.kind == "categorical":
@@ -391,22 +425,27 @@ def _converter(mp: _MultiPlan, index: int) -> list[str]:
 
 
 def _input_parameters(mp: _MultiPlan) -> list[str]:
-    """The common functions' input parameters (type and name)."""
+    """The common functions' input parameters (type and name), without the dropped ones."""
     return [
         f"{c_type(p, names)} {argument}"
-        for p, names, argument in zip(
-            mp.reference.inputs, mp.common.inputs, mp.arguments, strict=True
+        for p, names, argument, dropped in zip(
+            mp.common_inputs, mp.common.inputs, mp.arguments, mp.dropped, strict=True
         )
+        if not dropped
     ]
 
 
 def _call(mp: _MultiPlan, index: int) -> str:
     """Target ``index``'s select function on the common arguments, converted to the common
     configuration (categorical inputs cast to the target's enums)."""
-    plan = mp.plans[index]
+    plan, model = mp.plans[index], mp.models[index]
     passed = [
-        f"({c_type(p, names)}){argument}" if p.kind == "categorical" else argument
-        for p, names, argument in zip(mp.reference.inputs, plan.inputs, mp.arguments, strict=True)
+        names.enum_constants[0]
+        if _one_valued(p)
+        else f"({c_type(p, names)}){argument}"
+        if p.kind == "categorical"
+        else argument
+        for p, names, argument in zip(model.inputs, plan.inputs, mp.arguments, strict=True)
     ]
     return f"{mp.converters[index]}({plan.select_function}({', '.join(passed)}))"
 
@@ -417,7 +456,7 @@ def _compile_time_select(mp: _MultiPlan) -> list[list[str]]:
     selected: list[str] = []
     entry = [
         f"static inline {mp.hd} {mp.common.config_type} {mp.common.select_function}"
-        f"({', '.join(_input_parameters(mp))})",
+        f"({', '.join(_input_parameters(mp)) or 'void'})",
         "{",
     ]
     for index, macro in enumerate(mp.macros):
@@ -462,11 +501,11 @@ def _name_equals_function(hd: str, name: str) -> list[str]:
 def _select_target_function(mp: _MultiPlan) -> list[str]:
     """``<prefix>_select_target``: the named target's answer, or the default's and -1."""
     config, out, result, status = mp.common.config_type, mp.out_arg, mp.result, mp.status
+    arguments = [f"const char *{mp.name_arg}", *_input_parameters(mp), f"{config} *{out}"]
     lines = [
         f"/* 0 and the named target's configuration; -1 and the default target's"
         f" ('{mp.default_identifier}') for an unknown or NULL name. */",
-        f"static inline {mp.hd} int {mp.select_target}"
-        f"(const char *{mp.name_arg}, {', '.join(_input_parameters(mp))}, {config} *{out})",
+        f"static inline {mp.hd} int {mp.select_target}({', '.join(arguments)})",
         "{",
         f"{INDENT}{config} {result};",
         f"{INDENT}int {status} = 0;",
