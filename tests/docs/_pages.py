@@ -5,25 +5,28 @@ Conventions the pages follow (docs/index.md, "This site"):
 * a block whose first line is ``# file: NAME`` (``// file: NAME`` in C) is a file of the page:
   the tutorial tests write it to a temporary folder under that name;
 * a TOML block whose first line is ``# fragment`` is a partial configuration: it only parses;
-* ``bash`` blocks of a tutorial are run line by line (``mlkaps-gpu``, ``cc`` and ``./program``
-  only); ``console`` blocks show a session (``$ command`` and its output) and are only parsed.
+* ``bash`` blocks of a tutorial are run line by line (``export``, ``mlkaps-gpu``, ``cc`` and
+  ``./program`` only); ``console`` blocks show a session (``$ command`` and its output) and
+  are only parsed.
 """
 
 from __future__ import annotations
 
+import contextlib
+import importlib
+import io
 import os
 import re
 import shlex
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 TUTORIALS = DOCS / "tutorials"
-#: The command line, run from the checkout under test (not from wherever it is installed).
-CLI = [sys.executable, "-c", "import sys; from mlkaps_gpu.cli import main; sys.exit(main())"]
 _FENCE = re.compile(r"^(?P<indent>\s*)(?P<fence>```+|~~~+)\s*(?P<lang>[\w+-]*)")
 _FILE = re.compile(r"^\s*(?:#|//)\s*file:\s*(?P<name>\S+)\s*$")
 _SEPARATORS = {"&&", "||", ";", "|"}
@@ -159,24 +162,55 @@ class Step:
     stdout: str
 
 
+@contextlib.contextmanager
+def inside(folder: Path, paths: list[str], environment: dict[str, str]) -> Iterator[None]:
+    """Run in ``folder`` as a command started there would: ``paths`` (``PYTHONPATH``) first on
+    ``sys.path``, ``environment`` set; afterwards every module imported from ``folder`` is
+    forgotten (the next page may define another ``kernels.py``)."""
+    cwd, saved_path, saved_environ = os.getcwd(), list(sys.path), dict(os.environ)
+    modules = set(sys.modules)
+    os.chdir(folder)
+    sys.path[:0] = [str((folder / p).resolve()) for p in paths]
+    os.environ.update(environment)
+    importlib.invalidate_caches()
+    try:
+        yield
+    finally:
+        os.chdir(cwd)
+        sys.path[:] = saved_path
+        os.environ.clear()
+        os.environ.update(saved_environ)
+        for name in set(sys.modules) - modules:
+            if str(getattr(sys.modules[name], "__file__", None) or "").startswith(str(folder)):
+                del sys.modules[name]
+
+
 def run_command(argv: list[str], folder: Path, timeout: float = 300) -> Step:
-    """Run one tutorial command in ``folder``: ``mlkaps-gpu`` (from this checkout), ``cc`` or a
-    program the page built (``./name``); anything else is refused (a page must not ask the test
-    to install or download). A failure raises AssertionError with the command's output."""
+    """Run one tutorial command in ``folder``: ``mlkaps-gpu`` (this checkout's, in this process,
+    as ``main(argv)``), ``cc`` or a program the page built (``./name``); anything else is refused
+    (a page must not ask the test to install or download). A failure raises AssertionError with
+    the command's output."""
+    from mlkaps_gpu.cli import main
+
     assignments, command = split_environment(argv)
-    environment = dict(os.environ)
-    paths = [str((folder / p).resolve()) for p in assignments.pop("PYTHONPATH", "").split(":") if p]
-    environment["PYTHONPATH"] = os.pathsep.join([*paths, str(ROOT)])
-    environment.update(assignments)
+    paths = [p for p in assignments.pop("PYTHONPATH", "").split(os.pathsep) if p]
     program = command[0]
     if program == "mlkaps-gpu":
-        full = [*CLI, *command[1:]]
-    elif program in {"cc", "gcc"} or program.startswith("./"):
-        full = command
-    else:
+        out, err = io.StringIO(), io.StringIO()
+        with inside(folder, paths, assignments):
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                code = main(command[1:])
+        assert code == 0, f"{shlex.join(argv)} exited with {code}\n{out.getvalue()}{err.getvalue()}"
+        return Step(argv, out.getvalue())
+    if not (program in {"cc", "gcc"} or program.startswith("./")):
         raise AssertionError(f"the tutorial runner does not run {program!r} ({shlex.join(argv)})")
     done = subprocess.run(
-        full, cwd=folder, env=environment, capture_output=True, text=True, timeout=timeout
+        command,
+        cwd=folder,
+        env={**os.environ, **assignments},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
     assert done.returncode == 0, (
         f"{shlex.join(argv)} exited with {done.returncode}\n{done.stdout}\n{done.stderr}"
@@ -185,27 +219,27 @@ def run_command(argv: list[str], folder: Path, timeout: float = 300) -> Step:
 
 
 def run_page(page: Path, folder: Path) -> list[Step]:
-    """Write the page's files into ``folder`` and run its ``bash`` blocks' commands in order."""
+    """Write the page's files into ``folder`` and run its ``bash`` blocks' commands in order
+    (``export NAME=value`` holds for the page's later commands; ``$PWD`` is ``folder``)."""
     write_files(page, folder)
-    return [
-        run_command(argv, folder)
-        for block in blocks(page)
-        if block.lang == "bash"
-        for argv in commands(block)
-    ]
+    exported: list[str] = []
+    steps = []
+    for block in blocks(page):
+        if block.lang != "bash":
+            continue
+        for argv in commands(block):
+            argv = [a.replace("${PWD}", str(folder)).replace("$PWD", str(folder)) for a in argv]
+            if argv[0] == "export":
+                exported += argv[1:]
+                continue
+            steps.append(run_command([*exported, *argv], folder))
+    return steps
 
 
-def run_python(block: Block, folder: Path, timeout: float = 300) -> str:
-    """Run a Python block in ``folder`` (as a script there) with this checkout importable."""
-    environment = dict(os.environ)
-    environment["PYTHONPATH"] = os.pathsep.join([str(folder), str(ROOT)])
-    done = subprocess.run(
-        [sys.executable, "-c", block.text],
-        cwd=folder,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    assert done.returncode == 0, f"{block.label} failed:\n{done.stdout}\n{done.stderr}"
-    return done.stdout
+def run_python(block: Block, folder: Path) -> str:
+    """Run a Python block as a script in ``folder`` would run (the folder first on
+    ``sys.path``), in this process; return what it printed."""
+    out = io.StringIO()
+    with inside(folder, ["."], {}), contextlib.redirect_stdout(out):
+        exec(compile(block.text, block.label, "exec"), {"__name__": "__main__"})  # noqa: S102
+    return out.getvalue()

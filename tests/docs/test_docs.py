@@ -9,7 +9,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
@@ -17,7 +16,7 @@ import pytest
 
 from mlkaps_gpu.cli._main import build_parser
 
-from ._pages import ROOT, Block, all_blocks, commands, page_files, split_environment
+from ._pages import ROOT, Block, all_blocks, commands, inside, split_environment, write_files
 
 PYTHON_BLOCKS = all_blocks("python", "py")
 TOML_BLOCKS = all_blocks("toml")
@@ -84,7 +83,7 @@ CONFIG_BLOCKS = _config_blocks()
 
 @pytest.mark.parametrize("block", CONFIG_BLOCKS, ids=_ids(CONFIG_BLOCKS))
 def test_complete_configs_pass_check(
-    block: Block, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+    block: Block, tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
     """A configuration with a [kernel] section loads and passes ``mlkaps-gpu check`` (with the
     files its page defines beside it: a Python kernel's module, a C source)."""
@@ -93,9 +92,7 @@ def test_complete_configs_pass_check(
         pytest.skip(reason)
     import mlkaps_gpu
 
-    for name, text in page_files(block.page).items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text, encoding="utf-8")
+    write_files(block.page, tmp_path)
     path = tmp_path / (block.file_name or "campaign.toml")
     path.write_text(block.text, encoding="utf-8")
     config = mlkaps_gpu.load_config(path)
@@ -104,16 +101,8 @@ def test_complete_configs_pass_check(
         pytest.skip("a CuPy configuration: check builds its executor, which needs CuPy")
     from mlkaps_gpu.cli import main
 
-    monkeypatch.syspath_prepend(str(tmp_path))  # the kernel module beside the configuration
-    before = set(sys.modules)
-    monkeypatch.chdir(tmp_path)
-    try:
+    with inside(tmp_path, ["."], {}):  # the kernel module beside the configuration
         code = main(["check", str(path)])
-    finally:
-        for name in set(sys.modules) - before:
-            module_file = getattr(sys.modules[name], "__file__", None) or ""
-            if module_file.startswith(str(tmp_path)):
-                del sys.modules[name]
     captured = capsys.readouterr()
     assert code == 0, f"{block.label}: mlkaps-gpu check failed: {captured.err}"
     assert captured.out.startswith("OK "), captured.out
