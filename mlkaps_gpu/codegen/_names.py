@@ -144,65 +144,17 @@ class NamePlan:
         config_type = _unique(f"{prefix}_config", taken)
         select_function = _unique(f"{prefix}_select", taken)
         feature_function = _unique(f"{prefix}_float32_feature", taken)
-
-        def enum_names(parameter: Parameter) -> tuple[str | None, tuple[str, ...]]:
-            if parameter.kind != "categorical":
-                return None, ()
-            base = sanitize(parameter.name)
-            type_name = _unique(f"{prefix}_{base}_t", taken)
-            constants = tuple(
-                _unique(f"{upper}_{base.upper()}_{sanitize(str(value)).upper()}", taken)
-                for value in parameter.domain_values().tolist()
-            )
-            return type_name, constants
-
-        input_enums = [enum_names(p) for p in inputs]
-        output_enums = [enum_names(p) for p in design]
+        input_enums = [_enum_names(p, prefix, taken) for p in inputs]
+        output_enums = [_enum_names(p, prefix, taken) for p in design]
         leaf_functions = tuple(
             _unique(f"{prefix}_{sanitize(name)}_leaf", taken) for name in tree_names
         )
-        value_functions = [_unique(f"{prefix}_{sanitize(p.name)}_value", taken) for p in design]
-
-        fields: set[str] = set()
-        outputs = tuple(
-            OutputNames(
-                field=_unique(standalone_identifier(p.name), fields),
-                value_function=value_functions[i],
-                enum_type=output_enums[i][0],
-                enum_constants=output_enums[i][1],
-            )
-            for i, p in enumerate(design)
-        )
-
+        outputs = _output_names(prefix, design, output_enums, taken)
         # Allocated after every name above, so that those do not depend on them.
-        def per_design(suffix: str) -> tuple[str, ...]:
-            return tuple(_unique(f"{prefix}_{sanitize(p.name)}_{suffix}", taken) for p in design)
-
-        validity = ValidityNames(
-            tree_select=_unique(f"{prefix}_tree_select", taken),
-            is_valid=_unique(f"{prefix}_is_valid", taken),
-            satisfies=_unique(f"{prefix}_satisfies", taken),
-            fallback=_unique(f"{prefix}_fallback", taken),
-            pymod=_unique(f"{prefix}_pymod", taken),
-            fmin=_unique(f"{prefix}_fmin", taken),
-            fmax=_unique(f"{prefix}_fmax", taken),
-            code_functions=per_design("code"),
-            value_of_code=per_design("value_of_code"),
-            candidate_functions=per_design("candidate"),
-        )
+        validity = _validity_names(prefix, design, taken)
         branch_functions = tuple(f"{name}_branches" for name in leaf_functions)
         branch_functions = tuple(_unique(name, taken) for name in branch_functions)
-        # Arguments and locals must not shadow any file-scope name the body refers to.
-        scope = set(taken)
-        input_names = tuple(
-            InputNames(
-                argument=_unique(standalone_identifier(p.name), scope),
-                enum_type=input_enums[i][0],
-                enum_constants=input_enums[i][1],
-            )
-            for i, p in enumerate(inputs)
-        )
-        local_names = (_unique("config", scope), _unique("x", scope), _unique("leaf", scope))
+        input_names, local_names = _argument_names(inputs, input_enums, taken)
         return cls(
             prefix=prefix,
             guard=guard,
@@ -236,3 +188,78 @@ class NamePlan:
         yield from (validity.fallback, validity.pymod, validity.fmin, validity.fmax)
         yield from validity.code_functions
         yield from (*validity.value_of_code, *validity.candidate_functions)
+
+
+_EnumNames = tuple[str | None, tuple[str, ...]]
+
+
+def _enum_names(parameter: Parameter, prefix: str, taken: set[str]) -> _EnumNames:
+    """The enum type and constants of a categorical parameter (``None, ()`` otherwise),
+    recorded in ``taken``."""
+    if parameter.kind != "categorical":
+        return None, ()
+    upper = prefix.upper()
+    base = sanitize(parameter.name)
+    type_name = _unique(f"{prefix}_{base}_t", taken)
+    constants = tuple(
+        _unique(f"{upper}_{base.upper()}_{sanitize(str(value)).upper()}", taken)
+        for value in parameter.domain_values().tolist()
+    )
+    return type_name, constants
+
+
+def _output_names(
+    prefix: str, design: Sequence[Parameter], enums: Sequence[_EnumNames], taken: set[str]
+) -> tuple[OutputNames, ...]:
+    """Names of each design parameter: its value function (file scope, recorded in ``taken``)
+    and its struct field (unique among the fields only)."""
+    value_functions = [_unique(f"{prefix}_{sanitize(p.name)}_value", taken) for p in design]
+    fields: set[str] = set()
+    return tuple(
+        OutputNames(
+            field=_unique(standalone_identifier(p.name), fields),
+            value_function=value_functions[i],
+            enum_type=enums[i][0],
+            enum_constants=enums[i][1],
+        )
+        for i, p in enumerate(design)
+    )
+
+
+def _validity_names(prefix: str, design: Sequence[Parameter], taken: set[str]) -> ValidityNames:
+    """Names of the run-time validity functions, recorded in ``taken``."""
+
+    def per_design(suffix: str) -> tuple[str, ...]:
+        return tuple(_unique(f"{prefix}_{sanitize(p.name)}_{suffix}", taken) for p in design)
+
+    return ValidityNames(
+        tree_select=_unique(f"{prefix}_tree_select", taken),
+        is_valid=_unique(f"{prefix}_is_valid", taken),
+        satisfies=_unique(f"{prefix}_satisfies", taken),
+        fallback=_unique(f"{prefix}_fallback", taken),
+        pymod=_unique(f"{prefix}_pymod", taken),
+        fmin=_unique(f"{prefix}_fmin", taken),
+        fmax=_unique(f"{prefix}_fmax", taken),
+        code_functions=per_design("code"),
+        value_of_code=per_design("value_of_code"),
+        candidate_functions=per_design("candidate"),
+    )
+
+
+def _argument_names(
+    inputs: Sequence[Parameter], enums: Sequence[_EnumNames], taken: set[str]
+) -> tuple[tuple[InputNames, ...], tuple[str, str, str]]:
+    """Names of each input (select argument, enum) and the select function's locals (config,
+    features, leaf). Arguments and locals must not shadow any file-scope name the body refers
+    to, so they avoid ``taken`` without being recorded there."""
+    scope = set(taken)
+    input_names = tuple(
+        InputNames(
+            argument=_unique(standalone_identifier(p.name), scope),
+            enum_type=enums[i][0],
+            enum_constants=enums[i][1],
+        )
+        for i, p in enumerate(inputs)
+    )
+    local_names = (_unique("config", scope), _unique("x", scope), _unique("leaf", scope))
+    return input_names, local_names

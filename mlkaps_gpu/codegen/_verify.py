@@ -155,6 +155,75 @@ def _load_module(ffi: Any, module_name: str, build_dir: Path) -> Any:
     return module
 
 
+def _compile_batch(
+    model: DecisionModel, header: str, plan: NamePlan, workdir: str | Path | None
+) -> tuple[Any, str]:
+    """The header and a :func:`batch_source` function, compiled and imported with cffi;
+    returns the module and the batch function's name (one the header does not define)."""
+    taken = set(plan.all_file_scope())
+    wrapper = f"{plan.prefix}_verify_batch"
+    while wrapper in taken:
+        wrapper += "_"
+    declaration, definition = batch_source(model, plan.prefix, wrapper)
+    source = header + "\n" + definition + "\n"
+    digest = hashlib.sha256(source.encode("utf-8")).hexdigest()[:16]
+    module_name = f"_mlkaps_verify_{digest}"
+    import cffi  # only needed here: importing the package must not need a compiler toolchain
+
+    ffi = cffi.FFI()
+    ffi.cdef(declaration)
+    ffi.set_source(module_name, source)
+    with tempfile.TemporaryDirectory(dir=workdir) as tmp:
+        module = _load_module(ffi, module_name, Path(tmp))
+    return module, wrapper
+
+
+def _run_batch(
+    module: Any, wrapper: str, model: DecisionModel, inputs: Sequence[np.ndarray], n_rows: int
+) -> list[np.ndarray]:
+    """The compiled batch function's output arrays (one per design parameter) on ``inputs``."""
+    outputs = [np.zeros(n_rows, dtype=NUMPY_TYPES[p.kind]) for p in model.design]
+    buffers = [
+        module.ffi.from_buffer(f"{C_ARRAY_TYPES[p.kind]}[]", np.ascontiguousarray(array))
+        for p, array in zip(model.inputs, inputs, strict=True)
+    ]
+    out_buffers = [
+        module.ffi.from_buffer(f"{C_ARRAY_TYPES[p.kind]}[]", array, require_writable=True)
+        for p, array in zip(model.design, outputs, strict=True)
+    ]
+    getattr(module.lib, wrapper)(n_rows, *buffers, *out_buffers)
+    return outputs
+
+
+def _compare(
+    model: DecisionModel,
+    expected: pd.DataFrame,
+    produced: dict[str, np.ndarray],
+    inputs_table: pd.DataFrame,
+    max_reported: int,
+) -> tuple[dict[str, int], list[dict[str, Any]]]:
+    """Per design parameter, the number of rows where the header's value differs from
+    ``select``'s, and up to ``max_reported`` of those rows described."""
+    mismatches: dict[str, int] = {}
+    reported: list[dict[str, Any]] = []
+    for parameter in model.design:
+        got_values = produced[parameter.name]
+        want = np.asarray(expected[parameter.name])
+        differs = np.flatnonzero(~(got_values == want))
+        mismatches[parameter.name] = len(differs)
+        for row in differs[: max(0, max_reported - len(reported))]:
+            reported.append(
+                {
+                    "row": int(row),
+                    "inputs": {p.name: inputs_table[p.name].iloc[row] for p in model.inputs},
+                    "parameter": parameter.name,
+                    "select": want[row],
+                    "header": got_values[row],
+                }
+            )
+    return mismatches, reported
+
+
 def verify_header(
     selector: Selector | DecisionModel,
     header: str,
@@ -184,52 +253,12 @@ def verify_header(
         else selector.select(inputs_table)
     )
     inputs = input_arrays(model, inputs_table)
-    taken = set(plan.all_file_scope())
-    wrapper = f"{prefix}_verify_batch"
-    while wrapper in taken:
-        wrapper += "_"
-    declaration, definition = batch_source(model, prefix, wrapper)
-    source = header + "\n" + definition + "\n"
-    digest = hashlib.sha256(source.encode("utf-8")).hexdigest()[:16]
-    module_name = f"_mlkaps_verify_{digest}"
-    import cffi  # only needed here: importing the package must not need a compiler toolchain
-
-    ffi = cffi.FFI()
-    ffi.cdef(declaration)
-    ffi.set_source(module_name, source)
-    with tempfile.TemporaryDirectory(dir=workdir) as tmp:
-        module = _load_module(ffi, module_name, Path(tmp))
-
+    module, wrapper = _compile_batch(model, header, plan, workdir)
     n_rows = len(inputs_table)
-    outputs = [np.zeros(n_rows, dtype=NUMPY_TYPES[p.kind]) for p in model.design]
-    buffers = [
-        module.ffi.from_buffer(f"{C_ARRAY_TYPES[p.kind]}[]", np.ascontiguousarray(array))
-        for p, array in zip(model.inputs, inputs, strict=True)
-    ]
-    out_buffers = [
-        module.ffi.from_buffer(f"{C_ARRAY_TYPES[p.kind]}[]", array, require_writable=True)
-        for p, array in zip(model.design, outputs, strict=True)
-    ]
-    getattr(module.lib, wrapper)(n_rows, *buffers, *out_buffers)
-
-    mismatches: dict[str, int] = {}
-    reported: list[dict[str, Any]] = []
-    decoded = decode_outputs(model, outputs)
-    for parameter in model.design:
-        got_values = decoded[parameter.name]
-        want = np.asarray(expected[parameter.name])
-        differs = np.flatnonzero(~(got_values == want))
-        mismatches[parameter.name] = len(differs)
-        for row in differs[: max(0, max_reported - len(reported))]:
-            reported.append(
-                {
-                    "row": int(row),
-                    "inputs": {p.name: inputs_table[p.name].iloc[row] for p in model.inputs},
-                    "parameter": parameter.name,
-                    "select": want[row],
-                    "header": got_values[row],
-                }
-            )
+    outputs = _run_batch(module, wrapper, model, inputs, n_rows)
+    mismatches, reported = _compare(
+        model, expected, decode_outputs(model, outputs), inputs_table, max_reported
+    )
     return VerificationReport(
         n_rows=n_rows, mismatches=mismatches, first_mismatches=tuple(reported)
     )
