@@ -16,7 +16,16 @@ import pytest
 
 from mlkaps_gpu.cli._main import build_parser
 
-from ._pages import ROOT, Block, all_blocks, commands, inside, split_environment, write_files
+from ._pages import (
+    ROOT,
+    Block,
+    all_blocks,
+    commands,
+    inside,
+    page_files,
+    split_environment,
+    write_files,
+)
 
 PYTHON_BLOCKS = all_blocks("python", "py")
 TOML_BLOCKS = all_blocks("toml")
@@ -97,8 +106,11 @@ def test_complete_configs_pass_check(
     path.write_text(block.text, encoding="utf-8")
     config = mlkaps_gpu.load_config(path)
     assert config.kernel.executor
-    if config.kernel.executor == "cupy" and importlib.util.find_spec("cupy") is None:
-        pytest.skip("a CuPy configuration: check builds its executor, which needs CuPy")
+    uses_cupy = config.kernel.executor == "cupy" or any(
+        "import cupy" in text for text in page_files(block.page).values()
+    )
+    if uses_cupy and importlib.util.find_spec("cupy") is None:
+        pytest.skip("loaded; check builds the CuPy executor or imports a CuPy kernel: no CuPy")
     from mlkaps_gpu.cli import main
 
     with inside(tmp_path, ["."], {}):  # the kernel module beside the configuration
