@@ -31,6 +31,8 @@
 #ifndef LU_SELECTOR_H_INCLUDED
 #define LU_SELECTOR_H_INCLUDED
 
+#include <math.h>
+
 #ifdef __CUDACC__
 #define LU_HD __host__ __device__
 #else
@@ -1480,11 +1482,6 @@ static inline LU_HD long long lu_threads_value(int leaf)
 #endif
 }
 
-static inline LU_HD double lu_fmin(double a, double b)
-{
-    return (a != a || a < b) ? a : b;
-}
-
 static inline LU_HD int lu_nb_code(long long value)
 {
     switch (value) {
@@ -1589,7 +1586,19 @@ static inline LU_HD long long lu_nb_value_of_code(int code)
 /* Every constraint, at the given inputs (numeric ones as double). */
 static inline LU_HD int lu_satisfies(double m, double n, const lu_config *config)
 {
-    return (((double)config->nb <= lu_fmin(m, n)));
+    {
+        double value0;
+        {
+            double t1 = (m);
+            t1 = (t1 != t1 || (n) != (n)) ? NAN : (((n) < t1) ? (n) : t1);
+            double t2 = (((double)config->nb) != ((double)config->nb) || t1 != t1) ? NAN : ((((double)config->nb) <= t1) ? 1.0 : 0.0);
+            value0 = t2;
+        }
+        if (!(value0 == value0 && value0 != 0.0)) {
+            return 0;
+        }
+    }
+    return 1;
 }
 
 /* 1 when every input and every field of the configuration lies in its domain and

@@ -7,7 +7,8 @@ Functions written (all ``static inline`` and ``__host__ __device__`` under nvcc)
 - ``<prefix>_<param>_value_of_code(code)`` (constrained design parameters): the inverse;
 - ``<prefix>_<param>_candidate(k)`` (constrained parameters, when the fallback searches a list);
 - ``<prefix>_satisfies(<constrained inputs as double or enum>, const config *)``: every
-  constraint, in double arithmetic as the Python evaluator;
+  constraint, as C statements with the constraint language's one semantics
+  (:mod:`mlkaps_gpu.space`; NaN carries an undefined value);
 - ``<prefix>_is_valid(<inputs>, const config *)``: inputs and configuration in their domains and
   every constraint satisfied (``Space.is_valid``);
 - ``<prefix>_fallback(<constrained inputs>, config)``: the nearest valid candidate;
@@ -17,7 +18,6 @@ Functions written (all ``static inline`` and ``__host__ __device__`` under nvcc)
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -33,8 +33,6 @@ from mlkaps_gpu.codegen._c_literals import (
 from mlkaps_gpu.codegen._names import InputNames, NamePlan, unique_name
 from mlkaps_gpu.space import Parameter
 from mlkaps_gpu.trees import DecisionModel, Validity, clamp_bounds
-
-_MATH_FUNCTIONS = re.compile(r"\b(floor|pow|fabs)\(")
 
 
 def _argument_type(parameter: Parameter, names: InputNames) -> str:
@@ -79,20 +77,17 @@ class ValidityWriter:
 
     @property
     def needs_math(self) -> bool:
-        return any(_MATH_FUNCTIONS.search(text) for text in self.constraint_text) or (
-            self.needs_pymod
-        )
-
-    @property
-    def needs_pymod(self) -> bool:
-        return self.uses(self.names.pymod)
+        """The constraints' C uses ``<math.h>`` (NAN, fmod, floor, pow...)."""
+        return bool(self.validity.constraints)
 
     def _constrained_inputs(self) -> list[tuple[Parameter, InputNames]]:
         return [
             (self.model.inputs[i], self.plan.inputs[i]) for i in self.validity.constrained_inputs
         ]
 
-    def _constraint_text(self) -> list[str]:
+    def _constraint_text(self) -> list[list[str]]:
+        """Per constraint, the C block that returns 0 when it does not hold (the
+        statements of :meth:`~mlkaps_gpu.space.Constraint.to_c`: the language's semantics)."""
         inputs = dict(zip((p.name for p in self.model.inputs), self.plan.inputs, strict=True))
         outputs = dict(zip((p.name for p in self.model.design), self.plan.outputs, strict=True))
         parameters = {p.name: p for p in (*self.model.inputs, *self.model.design)}
@@ -113,44 +108,17 @@ class ValidityWriter:
             index = parameters[name].domain_values().tolist().index(value)
             return names.enum_constants[index]
 
+        scope = {
+            *self.plan.all_file_scope(),
+            *(names.argument for _, names in self._constrained_inputs()),
+            self.config_local,
+        }
         return [
-            constraint.to_c(
-                name_of,
-                literal_of,
-                pymod=self.names.pymod,
-                fmin=self.names.fmin,
-                fmax=self.names.fmax,
-            )
+            constraint.to_c(name_of, literal_of, avoid=scope, indent=INDENT)
             for constraint in self.validity.parsed()
         ]
 
     # -------------------------------------------------------------------------- functions
-    def pymod_function(self) -> list[str]:
-        return [
-            "/* Python's a % b on doubles: the remainder takes the sign of the divisor. */",
-            f"static inline {self.hd} double {self.names.pymod}(double a, double b)",
-            "{",
-            f"{INDENT}double r = fmod(a, b);",
-            f"{INDENT}if (r != 0.0 && ((r < 0.0) != (b < 0.0))) {{",
-            f"{INDENT * 2}r += b;",
-            f"{INDENT}}}",
-            f"{INDENT}return r;",
-            "}",
-        ]
-
-    def uses(self, function: str) -> bool:
-        return any(f"{function}(" in text for text in self.constraint_text)
-
-    def min_max_function(self, name: str, smaller: bool) -> list[str]:
-        """min or max of two doubles, NaN if either is NaN (as numpy's minimum / maximum)."""
-        test = "a < b" if smaller else "a > b"
-        return [
-            f"static inline {self.hd} double {name}(double a, double b)",
-            "{",
-            f"{INDENT}return (a != a || {test}) ? a : b;",
-            "}",
-        ]
-
     def code_function(self, index: int) -> list[str]:
         """Value -> code of design parameter ``index`` (-1 outside the domain)."""
         parameter = self.model.design[index]
@@ -227,11 +195,9 @@ class ValidityWriter:
         ]
         if not self.validity.constrained_design:
             lines.append(f"{INDENT}(void){self.config_local};")
-        if self.constraint_text:
-            joined = f"\n{INDENT}    && ".join(self.constraint_text)
-            lines.append(f"{INDENT}return {joined};")
-        else:
-            lines.append(f"{INDENT}return 1;")
+        for block in self.constraint_text:
+            lines += [INDENT + line for line in block]
+        lines.append(f"{INDENT}return 1;")
         lines.append("}")
         return lines
 
@@ -433,12 +399,6 @@ class ValidityWriter:
     def blocks(self) -> list[list[str]]:
         """Every validity block, in header order (before the select functions)."""
         blocks: list[list[str]] = []
-        if self.needs_pymod:
-            blocks.append(self.pymod_function())
-        if self.uses(self.names.fmin):
-            blocks.append(self.min_max_function(self.names.fmin, smaller=True))
-        if self.uses(self.names.fmax):
-            blocks.append(self.min_max_function(self.names.fmax, smaller=False))
         for index in range(len(self.model.design)):
             blocks.append(self.code_function(index))
         if self.checks_in_select:

@@ -1,23 +1,58 @@
-"""The constraint language: a small, safe expression language compiled to vectorised numpy.
+"""The constraint language: a small, safe expression language, evaluated in numpy and in C
+with one meaning.
 
 Allowed: numbers, strings (compared with categorical parameters only), parameter names,
 ``+ - * / // % **``, comparisons (chained too), ``and or not``, parentheses and the functions
 ``min max abs``. A constraint is parsed with :mod:`ast` and every node is checked against a
-whitelist; nothing is ever ``eval``-ed. The checked tree is compiled into a chain of numpy
-closures that evaluate the constraint over whole columns at once, and it can also be written
-as C (for the run-time validity check in generated headers).
+whitelist; nothing is ever ``eval``-ed. The checked tree is compiled into numpy closures that
+evaluate the constraint over whole columns at once, and written as C statements (the run-time
+validity check of generated headers). Both follow the semantics below, operation by operation,
+so that a configuration is valid in Python exactly when it is valid in the header
+(``tests/space/test_constraint_semantics.py`` compares them on random expressions and values).
 
-Arithmetic is done in float64 (exact for integers below 2**53) with Python's semantics for
-``//``, ``%``, ``and``, ``or`` and chained comparisons. Where Python would raise (a division or
-modulo by zero, zero to a negative power) the value is *undefined* (carried as nan); an undefined
-value makes the whole constraint false for that row, whatever ``not`` is applied to it, unless an
-``and``/``or`` short-circuits past it as Python would. Such a row is simply invalid.
+Semantics (the one definition):
+
+* Every value is an IEEE double. Integer and bool parameters are converted to double (exact up
+  to 2**53), ``True``/``False`` are 1 and 0, a literal is the nearest double (``1e400`` and
+  integers beyond the double range are ``inf``). A value may be *undefined* (carried as NaN).
+* ``+ - *`` and unary ``-``: IEEE double arithmetic (``inf - inf`` is undefined; overflow
+  gives ``inf``, where Python would raise for ``**`` of floats).
+* ``a / b``: undefined when ``b`` is zero (either sign), else the IEEE quotient.
+* ``a // b`` and ``a % b``: undefined when ``b`` is zero, else Python's float floor division
+  and modulo (the remainder has the sign of the divisor), computed by CPython's and numpy's
+  algorithm: ``m = fmod(a, b)``, ``d = (a - m) / b``; when ``m != 0`` and ``m`` and ``b`` differ
+  in sign, ``m += b`` and ``d -= 1``; a zero ``m`` takes the sign of ``b``; ``a // b`` is
+  ``floor(d)``, plus one when ``d - floor(d) > 0.5``, and ``copysign(0, a / b)`` when ``d`` is 0.
+* ``a ** b``: undefined when either operand is undefined or ``a`` is zero and ``b`` negative.
+  A finite integral ``b`` is exact binary exponentiation, with multiplications in a fixed order
+  (``p = 1``; while ``k = |b| > 0``: ``p *= x`` when ``k`` is odd, ``x *= x``, ``k = floor(k /
+  2)``), and ``1 / p`` for a negative ``b``: results that are integers below 2**53 are exact, and
+  no math library is involved. Any other ``b`` (fractional or infinite) uses the C library's
+  ``pow`` (the Python side calls the same function through :func:`math.pow`), so a fractional
+  power of a negative number is undefined (Python would give a complex number). Only these
+  powers may differ in the last bit between two math libraries (or a compiler's constant
+  folding).
+* ``min``, ``max``, ``abs``: undefined when an argument is undefined.
+* Comparisons ``< <= > >= == !=``: 1 or 0, undefined when either operand is undefined; a chain
+  ``a < b < c`` is ``(a < b) and (b < c)`` with ``b`` evaluated once. A categorical parameter
+  compares (``==``, ``!=``) with one of its values only.
+* ``not x``: 1 when ``x`` is 0, 0 when it is another number, undefined when ``x`` is.
+* ``x and y`` is ``x`` when ``x`` is 0 or undefined, else ``y``; ``x or y`` is ``x`` when ``x``
+  is non-zero or undefined, else ``y`` (Python's short circuit, where an undefined value is an
+  error that stops the evaluation).
+* A row satisfies a constraint when its value is defined and non-zero. An undefined value is
+  where Python would raise (a division by zero...); such a row is simply invalid.
+
+Generated C keeps these semantics when compiled without ``-ffast-math`` and without contraction
+of ``a * b + c`` into a fused multiply-add (``-ffp-contract=off``; nvcc: ``--fmad=false``), which
+matters only for products that are not exact.
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Mapping
+import math
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,19 +67,76 @@ def _divide(left: Any, right: Any) -> Any:
     return np.where(np.equal(right, 0), np.nan, np.true_divide(left, right))
 
 
+def _divmod(left: Any, right: Any) -> tuple[Any, Any]:
+    """Python's float ``(a // b, a % b)``, step for step as the C writer's ``_c_divmod``."""
+    left, right = np.broadcast_arrays(_numbers(left), _numbers(right))
+    modulo = np.fmod(left, right)
+    quotient = (left - modulo) / right
+    adjust = np.not_equal(modulo, 0) & (np.less(right, 0) != np.less(modulo, 0))
+    modulo = np.where(
+        adjust, modulo + right, np.where(np.not_equal(modulo, 0), modulo, np.copysign(0.0, right))
+    )
+    quotient = np.where(adjust, quotient - 1.0, quotient)
+    floored = np.floor(quotient)
+    floored = np.where(quotient - floored > 0.5, floored + 1.0, floored)
+    floored = np.where(np.not_equal(quotient, 0), floored, np.copysign(0.0, left / right))
+    zero = np.equal(right, 0)
+    return np.where(zero, np.nan, floored), np.where(zero, np.nan, modulo)
+
+
 def _floor_divide(left: Any, right: Any) -> Any:
-    return np.where(np.equal(right, 0), np.nan, np.floor_divide(left, right))
+    return _divmod(left, right)[0]
 
 
 def _modulo(left: Any, right: Any) -> Any:
-    return np.where(np.equal(right, 0), np.nan, np.mod(left, right))
+    return _divmod(left, right)[1]
+
+
+def _library_power(base: float, exponent: float) -> float:
+    """The C library's ``pow`` (through :func:`math.pow`), errors mapped to its IEEE results."""
+    try:
+        return math.pow(base, exponent)
+    except OverflowError:  # only a positive base reaches here with a fractional exponent
+        return math.inf
+    except ValueError:  # a negative base to a fractional power
+        return math.nan
 
 
 def _power(left: Any, right: Any) -> Any:
-    # numpy (and C) say nan ** 0 == 1: an undefined operand must stay undefined, as Python
-    # would have raised before reaching the power
-    undefined = np.equal(left, 0) & np.less(right, 0) | _undefined(left) | _undefined(right)
-    return np.where(undefined, np.nan, np.power(left, right))
+    """``left ** right`` as the module docstring defines it (exact for integral exponents)."""
+    base, exponent = np.broadcast_arrays(_numbers(left), _numbers(right))
+    undefined = _undefined(base) | _undefined(exponent) | (np.equal(base, 0) & (exponent < 0))
+    integral = np.isfinite(exponent) & np.equal(exponent, np.floor(exponent))
+    remaining = np.where(integral & ~undefined, np.abs(exponent), 0.0)
+    power = np.ones(base.shape)
+    factor = base.astype(np.float64, copy=True)
+    while np.any(remaining > 0):
+        odd = np.equal(np.fmod(remaining, 2.0), 1.0)
+        power = np.where(odd, power * factor, power)
+        factor = factor * factor
+        remaining = np.floor(remaining / 2.0)
+    result = np.where(exponent < 0, 1.0 / power, power)
+    fractional = ~integral & ~undefined
+    if np.any(fractional):
+        # the C library's pow, once per distinct (base, exponent) pair
+        pairs = np.stack([base[fractional], exponent[fractional]], axis=1)
+        unique, inverse = np.unique(pairs, axis=0, return_inverse=True)
+        values = np.array([_library_power(b, e) for b, e in unique.tolist()])
+        result = np.array(result, dtype=np.float64)
+        result[fractional] = values[inverse.reshape(-1)]
+    return np.where(undefined, np.nan, result)
+
+
+def _minimum(left: Any, right: Any) -> Any:
+    left, right = _numbers(left), _numbers(right)
+    either = _undefined(left) | _undefined(right)
+    return np.where(either, np.nan, np.where(right < left, right, left))
+
+
+def _maximum(left: Any, right: Any) -> Any:
+    left, right = _numbers(left), _numbers(right)
+    either = _undefined(left) | _undefined(right)
+    return np.where(either, np.nan, np.where(right > left, right, left))
 
 
 _BINARY: dict[type, tuple[str, Callable[[Any, Any], Any]]] = {
@@ -104,29 +196,61 @@ class Constraint:
             result = (value != 0) & ~np.isnan(value)
         return np.broadcast_to(result, (n_rows,)).copy()
 
+    def value(self, columns: Mapping[str, Any], n_rows: int) -> np.ndarray:
+        """The constraint's value per row (float64; NaN where it is undefined)."""
+        with np.errstate(all="ignore"):
+            value = np.asarray(self._evaluate(columns), dtype=np.float64)
+        return np.broadcast_to(value, (n_rows,)).copy()
+
+    def c_value(
+        self,
+        name_of: Callable[[str], str],
+        literal_of: Callable[[str, str], str],
+        *,
+        avoid: Collection[str] = (),
+        indent: str = "    ",
+    ) -> tuple[list[str], str]:
+        """The constraint as C statements computing its value (a double, NaN when undefined).
+
+        Args:
+            name_of: C expression of a parameter's value (a double; an enum for categoricals).
+            literal_of: C constant of a categorical value, given ``(parameter_name, value)``.
+            avoid: identifiers in scope where the statements go (arguments, locals): the
+                statements' own locals are named differently.
+            indent: one level of indentation.
+
+        Returns:
+            ``(lines, variable)``: statements (to place in a function body, after
+            ``#include <math.h>``) and the name of the double they leave the value in.
+        """
+        writer = _CWriter(name_of, literal_of, avoid=avoid, indent=indent)
+        result = writer.local("value")
+        lines = [f"double {result};", "{"]
+        body = writer.compute(self.tree.body)
+        lines += [indent + line for line in [*body.lines, f"{result} = {body.value};"]]
+        lines.append("}")
+        return lines, result
+
     def to_c(
         self,
         name_of: Callable[[str], str],
         literal_of: Callable[[str, str], str],
         *,
-        pymod: str = "mlkaps_pymod",
-        fmin: str = "fmin",
-        fmax: str = "fmax",
-    ) -> str:
-        """The constraint as a C expression of type int.
-
-        Args:
-            name_of: C expression for a parameter (as a double, or an enum for categoricals).
-            literal_of: C literal for a string constant compared with a categorical parameter,
-                given ``(parameter_name, value)``.
-            pymod: name of the C function ``double f(double, double)`` that computes Python's
-                ``%`` (the caller defines it, e.g. with a prefix of its own).
-            fmin: name of the C function used for ``min`` (e.g. an inline helper that, like
-                numpy, propagates NaN, where ``<math.h>``'s ``fmin`` ignores it).
-            fmax: likewise for ``max``.
-        """
-        writer = _CWriter(name_of, literal_of, pymod=pymod, fmin=fmin, fmax=fmax)
-        return writer.truth(self.tree.body)
+        avoid: Collection[str] = (),
+        indent: str = "    ",
+        otherwise: str = "return 0;",
+    ) -> list[str]:
+        """The constraint as a C block that runs ``otherwise`` when the constraint does not
+        hold (arguments as :meth:`c_value`)."""
+        lines, result = self.c_value(name_of, literal_of, avoid=[*avoid, "value"], indent=indent)
+        return [
+            "{",
+            *(indent + line for line in lines),
+            f"{indent}if (!({result} == {result} && {result} != 0.0)) {{",
+            f"{indent * 2}{otherwise}",
+            f"{indent}}}",
+            "}",
+        ]
 
 
 def parse_constraint(source: str, parameters: Mapping[str, Parameter]) -> Constraint:
@@ -357,7 +481,9 @@ class _Checker:
         return evaluate, _NUM
 
     def _check_category(self, node: ast.Compare, left: ast.expr, right: ast.expr) -> None:
-        """A string compared with a categorical parameter must be one of its values."""
+        """Strings compare only as a categorical parameter against one of its values (the
+        header holds categorical values as enum codes: two parameters' codes, or two texts,
+        would not compare as their strings do)."""
         for name_node, constant in ((left, right), (right, left)):
             if isinstance(name_node, ast.Name) and isinstance(constant, ast.Constant):
                 values = self.parameters[name_node.id].values or ()
@@ -367,6 +493,10 @@ class _Checker:
                         node,
                         f"{constant.value!r} is not a value of '{name_node.id}' ({allowed})",
                     )
+                return
+        raise self.fail(
+            node, "compare a categorical parameter with one of its values, as in gpu == 'A100'"
+        )
 
     def _call(self, node: ast.Call) -> tuple[Evaluator, str]:
         if not isinstance(node.func, ast.Name):
@@ -388,7 +518,7 @@ class _Checker:
         if name == "abs":
             only = arguments[0]
             return (lambda columns: np.abs(only(columns))), _NUM
-        reduce = np.minimum if name == "min" else np.maximum
+        reduce = _minimum if name == "min" else _maximum
 
         def evaluate(columns: Mapping[str, Any]) -> Any:
             result = arguments[0](columns)
@@ -399,92 +529,260 @@ class _Checker:
         return evaluate, _NUM
 
 
+@dataclass
+class _CCode:
+    """C statements and the C expression (an identifier or a literal) of their value."""
+
+    lines: list[str]
+    value: str
+
+
+def _c_double(value: float) -> str:
+    if math.isinf(value):
+        return "HUGE_VAL" if value > 0 else "(-HUGE_VAL)"
+    text = repr(float(value))
+    return text if any(c in text for c in ".en") else text + ".0"
+
+
 class _CWriter:
-    """Writes a checked constraint tree as C (double arithmetic, Python semantics for // and %)."""
+    """Writes a checked constraint tree as C statements with the module's semantics.
+
+    Every operation stores its result in a fresh local double, so nothing is evaluated twice
+    and no expression nests deeper than one operation (compilers limit nesting, and a chained
+    comparison written as nested expressions would repeat its middle operands); ``and``, ``or``
+    and chained comparisons are flat sequences of ``if`` blocks guarded by a flag.
+    """
 
     def __init__(
         self,
         name_of: Callable[[str], str],
         literal_of: Callable[[str, str], str],
         *,
-        pymod: str = "mlkaps_pymod",
-        fmin: str = "fmin",
-        fmax: str = "fmax",
+        avoid: Collection[str],
+        indent: str,
     ) -> None:
         self.name_of = name_of
         self.literal_of = literal_of
-        self.pymod = pymod
-        self.fmin = fmin
-        self.fmax = fmax
+        self.avoid = set(avoid)
+        self.indent = indent
+        self.count = 0
 
-    def truth(self, node: ast.AST) -> str:
-        if isinstance(node, (ast.Compare, ast.BoolOp)) or (
-            isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not)
-        ):
-            return self.value(node)
-        return f"({self.value(node)} != 0.0)"
+    def local(self, hint: str = "t") -> str:
+        while True:
+            name = f"{hint}{self.count}"
+            self.count += 1
+            if name not in self.avoid:
+                self.avoid.add(name)
+                return name
 
-    def value(self, node: ast.AST) -> str:
+    def compute(self, node: ast.AST) -> _CCode:
         if isinstance(node, ast.Constant):
             if isinstance(node.value, str):
                 raise ConstraintError("string constant outside a comparison")
-            return (
-                repr(float(node.value))  # type: ignore[arg-type]
-                if not isinstance(node.value, bool)
-                else ("1.0" if node.value else "0.0")
-            )
+            value = node.value
+            assert isinstance(value, (int, float)), "checked when parsed"
+            number = _int_to_float(value) if isinstance(value, int) else float(value)
+            return _CCode([], _c_double(number))
         if isinstance(node, ast.Name):
-            return self.name_of(node.id)
+            return _CCode([], f"({self.name_of(node.id)})")
         if isinstance(node, ast.BinOp):
-            leftmost, chain = _left_chain(node)  # a loop, not recursion, along a + b - c ...
-            text = self.value(leftmost)
-            for operation in chain:
-                text = self._arithmetic(operation.op, text, self.value(operation.right), self.pymod)
-            return text
+            return self._binary(node)
         if isinstance(node, ast.UnaryOp):
-            if isinstance(node.op, ast.Not):
-                return f"(!{self.truth(node.operand)})"
-            sign = "-" if isinstance(node.op, ast.USub) else "+"
-            return f"({sign}{self.value(node.operand)})"
+            return self._unary(node)
         if isinstance(node, ast.BoolOp):
-            joiner = " && " if isinstance(node.op, ast.And) else " || "
-            return "(" + joiner.join(self.truth(v) for v in node.values) + ")"
+            return self._boolean(node)
         if isinstance(node, ast.Compare):
-            operands = [node.left, *node.comparators]
-            parts = []
-            for index, op in enumerate(node.ops):
-                parts.append(self._comparison(operands[index], op, operands[index + 1]))
-            return "(" + " && ".join(parts) + ")"
+            return self._compare(node)
         if isinstance(node, ast.Call):
-            assert isinstance(node.func, ast.Name)
-            arguments = [self.value(a) for a in node.args]
-            if node.func.id == "abs":
-                return f"fabs({arguments[0]})"
-            function = self.fmin if node.func.id == "min" else self.fmax
-            result = arguments[0]
-            for argument in arguments[1:]:
-                result = f"{function}({result}, {argument})"
-            return result
+            return self._call(node)
         raise ConstraintError(f"cannot write {type(node).__name__} as C")
 
-    @staticmethod
-    def _arithmetic(op: ast.operator, left: str, right: str, pymod: str) -> str:
-        if isinstance(op, ast.FloorDiv):
-            return f"floor({left} / {right})"
-        if isinstance(op, ast.Mod):
-            return f"{pymod}({left}, {right})"
-        if isinstance(op, ast.Pow):
-            return f"pow({left}, {right})"
-        return f"({left} {_BINARY[type(op)][0]} {right})"
+    def _binary(self, node: ast.BinOp) -> _CCode:
+        leftmost, chain = _left_chain(node)  # a loop, not recursion, along a + b - c ...
+        code = self.compute(leftmost)
+        lines = list(code.lines)
+        value = code.value
+        for operation in chain:
+            right = self.compute(operation.right)
+            lines += right.lines
+            result = self.local()
+            lines += self._arithmetic(operation.op, value, right.value, result)
+            value = result
+        return _CCode(lines, value)
 
-    def _comparison(self, left: ast.AST, op: ast.cmpop, right: ast.AST) -> str:
+    def _arithmetic(self, op: ast.operator, a: str, b: str, r: str) -> list[str]:
+        i = self.indent
+        if isinstance(op, (ast.Add, ast.Sub, ast.Mult)):
+            return [f"double {r} = {a} {_BINARY[type(op)][0]} {b};"]
+        if isinstance(op, ast.Div):
+            return [f"double {r} = ({b} == 0.0) ? NAN : {a} / {b};"]
+        if isinstance(op, ast.FloorDiv):
+            m, d, f = self.local("m"), self.local("d"), self.local("f")
+            return [
+                f"double {r} = NAN;",
+                f"if ({b} != 0.0) {{",
+                f"{i}double {m} = fmod({a}, {b});",
+                f"{i}double {d} = ({a} - {m}) / {b};",
+                f"{i}if ({m} != 0.0 && (({b} < 0.0) != ({m} < 0.0))) {{",
+                f"{i * 2}{d} -= 1.0;",
+                f"{i}}}",
+                f"{i}if ({d} != 0.0) {{",
+                f"{i * 2}double {f} = floor({d});",
+                f"{i * 2}{r} = ({d} - {f} > 0.5) ? {f} + 1.0 : {f};",
+                f"{i}}} else {{",
+                f"{i * 2}{r} = copysign(0.0, {a} / {b});",
+                f"{i}}}",
+                "}",
+            ]
+        if isinstance(op, ast.Mod):
+            m = self.local("m")
+            return [
+                f"double {r} = NAN;",
+                f"if ({b} != 0.0) {{",
+                f"{i}double {m} = fmod({a}, {b});",
+                f"{i}if ({m} != 0.0) {{",
+                f"{i * 2}{r} = (({b} < 0.0) != ({m} < 0.0)) ? {m} + {b} : {m};",
+                f"{i}}} else {{",
+                f"{i * 2}{r} = copysign(0.0, {b});",
+                f"{i}}}",
+                "}",
+            ]
+        assert isinstance(op, ast.Pow)
+        x, k, p = self.local("x"), self.local("k"), self.local("p")
+        return [
+            f"double {r} = NAN;",
+            f"if ({a} == {a} && {b} == {b} && !({a} == 0.0 && {b} < 0.0)) {{",
+            f"{i}if ({b} == floor({b}) && fabs({b}) != HUGE_VAL) {{",
+            f"{i * 2}double {x} = {a};",
+            f"{i * 2}double {k} = fabs({b});",
+            f"{i * 2}double {p} = 1.0;",
+            f"{i * 2}while ({k} > 0.0) {{",
+            f"{i * 3}if (fmod({k}, 2.0) == 1.0) {{",
+            f"{i * 4}{p} *= {x};",
+            f"{i * 3}}}",
+            f"{i * 3}{x} *= {x};",
+            f"{i * 3}{k} = floor({k} / 2.0);",
+            f"{i * 2}}}",
+            f"{i * 2}{r} = ({b} < 0.0) ? 1.0 / {p} : {p};",
+            f"{i}}} else {{",
+            f"{i * 2}{r} = pow({a}, {b});",
+            f"{i}}}",
+            "}",
+        ]
+
+    def _unary(self, node: ast.UnaryOp) -> _CCode:
+        operand = self.compute(node.operand)
+        if isinstance(node.op, ast.UAdd):
+            return operand
+        a, r = operand.value, self.local()
+        if isinstance(node.op, ast.USub):
+            return _CCode([*operand.lines, f"double {r} = -{a};"], r)
+        line = f"double {r} = ({a} != {a}) ? {a} : (({a} == 0.0) ? 1.0 : 0.0);"
+        return _CCode([*operand.lines, line], r)
+
+    def _sequence(self, first: _CCode, rest: list[Callable[[str], list[str]]], go: str) -> _CCode:
+        """``first``, then each of ``rest`` while the flag expression ``go`` (of the running
+        result) holds; ``rest[i](result)`` writes the statements that update the result."""
+        r = self.local()
+        lines = [*first.lines, f"double {r} = {first.value};"]
+        if not rest:
+            return _CCode(lines, r)
+        flag = self.local("go")
+        lines.append(f"int {flag} = {go.format(r=r)};")
+        for index, step in enumerate(rest):
+            lines.append(f"if ({flag}) {{")
+            lines += [self.indent + line for line in step(r)]
+            if index < len(rest) - 1:
+                lines.append(f"{self.indent}{flag} = {go.format(r=r)};")
+            lines.append("}")
+        return _CCode(lines, r)
+
+    def _boolean(self, node: ast.BoolOp) -> _CCode:
+        # and: go on while the value is defined and non-zero; or: while it is zero
+        go = "({r} == {r} && {r} != 0.0)" if isinstance(node.op, ast.And) else "({r} == 0.0)"
+
+        def step(value: ast.expr) -> Callable[[str], list[str]]:
+            def write(r: str) -> list[str]:
+                code = self.compute(value)
+                return [*code.lines, f"{r} = {code.value};"]
+
+            return write
+
+        return self._sequence(self.compute(node.values[0]), [step(v) for v in node.values[1:]], go)
+
+    def _comparison(self, left: ast.expr, op: ast.cmpop, right: ast.expr, a: str, b: str) -> str:
         symbol = _COMPARE[type(op)][0]
-        for name_node, const_node in ((left, right), (right, left)):
+        for name_node, constant in ((left, right), (right, left)):
             if (
                 isinstance(name_node, ast.Name)
-                and isinstance(const_node, ast.Constant)
-                and isinstance(const_node.value, str)
+                and isinstance(constant, ast.Constant)
+                and isinstance(constant.value, str)
             ):
-                literal = self.literal_of(name_node.id, const_node.value)
-                return f"((int)({self.name_of(name_node.id)}) {symbol} (int)({literal}))"
-        return f"({self.value(left)} {symbol} {self.value(right)})"
+                literal = self.literal_of(name_node.id, constant.value)
+                enum = self.name_of(name_node.id)
+                return f"((int)({enum}) {symbol} (int)({literal})) ? 1.0 : 0.0"
+        return f"({a} != {a} || {b} != {b}) ? NAN : (({a} {symbol} {b}) ? 1.0 : 0.0)"
+
+    def _operand(self, node: ast.expr) -> _CCode:
+        if _is_string(node):  # categorical comparisons read names and constants directly
+            return _CCode([], "0.0")
+        return self.compute(node)
+
+    def _compare(self, node: ast.Compare) -> _CCode:
+        operands = [node.left, *node.comparators]
+        # comparison i reads operands i and i + 1; a numeric one past the first reads operand i
+        # from the carried local (categorical ones read names and constants directly)
+        numeric = [not (_is_string(operands[i]) or _is_string(operands[i + 1]))
+                   for i in range(len(node.ops))]  # fmt: skip
+        first, second = self._operand(operands[0]), self._operand(operands[1])
+        carry = self.local("c") if any(numeric[1:]) else ""
+        lines = [*first.lines, *second.lines]
+        if carry:
+            lines.append(f"double {carry} = {second.value};")
+        head = _CCode(
+            lines,
+            self._comparison(operands[0], node.ops[0], operands[1], first.value, second.value),
+        )
+
+        def step(index: int) -> Callable[[str], list[str]]:
+            def write(r: str) -> list[str]:
+                code = self._operand(operands[index + 1])
+                text = self._comparison(
+                    operands[index], node.ops[index], operands[index + 1], carry, code.value
+                )
+                lines = [*code.lines, f"{r} = {text};"]
+                if any(numeric[index + 1 :]):
+                    lines.append(f"{carry} = {code.value};")
+                return lines
+
+            return write
+
+        go = "({r} == {r} && {r} != 0.0)"
+        return self._sequence(head, [step(i) for i in range(1, len(node.ops))], go)
+
+    def _call(self, node: ast.Call) -> _CCode:
+        assert isinstance(node.func, ast.Name)
+        arguments = [self.compute(a) for a in node.args]
+        lines = [line for argument in arguments for line in argument.lines]
+        if node.func.id == "abs":
+            r = self.local()
+            return _CCode([*lines, f"double {r} = fabs({arguments[0].value});"], r)
+        r = self.local()
+        lines.append(f"double {r} = {arguments[0].value};")
+        better = "<" if node.func.id == "min" else ">"
+        for argument in arguments[1:]:
+            b = argument.value
+            choice = f"(({b} {better} {r}) ? {b} : {r})"
+            lines.append(f"{r} = ({r} != {r} || {b} != {b}) ? NAN : {choice};")
+        return _CCode(lines, r)
+
+
+def _is_string(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, str)
+
+
+def _int_to_float(value: int) -> float:
+    try:
+        return float(value)
+    except OverflowError:  # an integer literal beyond the double range
+        return math.inf

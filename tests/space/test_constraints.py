@@ -227,8 +227,14 @@ def test_categorical_equality_with_strings() -> None:
         False,
         True,
     ]
-    both = evaluate("gpu == other", MIXED, gpu=gpus, other=["A100", "T4", "T4"])
-    assert both == [True, False, False]
+
+
+@pytest.mark.parametrize("text", ["gpu == other", "other != gpu", "'A100' == 'A100'"])
+def test_strings_compare_only_parameter_with_value(text: str) -> None:
+    # the header holds categorical values as enum codes: two parameters' codes (or two texts)
+    # would not compare as their strings do, so such comparisons are refused when parsed
+    with pytest.raises(ConstraintError, match="with one of its values"):
+        parse_constraint(text, MIXED)
 
 
 def test_categorical_scalar_is_broadcast() -> None:
@@ -510,8 +516,10 @@ def test_ten_thousand_character_sum_parses_and_evaluates() -> None:
     assert constraint is not None
     result = constraint.evaluate({"a": np.array([0.0, 1.0, -1.0])}, 3)
     assert result.tolist() == [True, False, True]
-    c_text = constraint.to_c(lambda name: name, lambda name, value: value)
-    assert c_text.count("+") == terms - 1
+    c_text = "\n".join(constraint.to_c(lambda name: name, lambda name, value: value))
+    assert c_text.count(" + ") == terms - 1
+    # one statement per operation: no expression nests deeper than one operation
+    assert max(len(line) for line in c_text.splitlines()) < 100
 
 
 @pytest.mark.parametrize(
@@ -556,33 +564,52 @@ def test_huge_integer_literal_does_not_crash() -> None:
 
 def _c(text: str, parameters: Mapping[str, Parameter] = MIXED) -> str:
     constraint = parse_constraint(text, parameters)
-    return constraint.to_c(lambda name: f"p_{name}", lambda name, value: f"E_{name}_{value}")
+    lines = constraint.to_c(lambda name: f"p_{name}", lambda name, value: f"E_{name}_{value}")
+    return "\n".join(lines)
 
 
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        (RESTRICTIONS[0], ["p_use_padding", "==", "||", "mlkaps_pymod(", "!="]),
+        (RESTRICTIONS[0], ["p_use_padding", "==", "fmod(", "!=", "copysign("]),
         (RESTRICTIONS[1], ["*", "<=", "1024.0"]),
-        (RESTRICTIONS[3], ["||", "*", "+", "-", "<", "12.0", "1024.0"]),
-        ("a > 0 and not b < 1", ["&&", "(!", ">", "<"]),
-        ("a // b >= c", ["floor(", "/", ">="]),
-        ("a ** 2 != 0", ["pow(", "!="]),
-        ("min(a, b, c) > max(a, 1)", ["fmin(fmin(", "fmax(", ">"]),
+        (RESTRICTIONS[3], ["*", "+", "-", "<", "12.0", "1024.0"]),
+        ("a > 0 and not b < 1", [">", "<", "== 0.0) ? 1.0 : 0.0"]),
+        ("a // b >= c", ["floor(", "fmod(", ">=", "NAN"]),
+        ("a ** 2 != 0", ["fmod(", "*=", "pow(", "!="]),
+        ("min(a, b, c) > max(a, 1)", ["<", ">"]),
         ("abs(a) <= 3", ["fabs(", "<="]),
-        ("a < b < c", ["&&", "<"]),
+        ("a < b < c", ["<", "if (go"]),
         ("gpu == 'MI250X'", ["E_gpu_MI250X", "p_gpu", "=="]),
         ("a", ["!= 0.0"]),
+        ("a < 1e400", ["HUGE_VAL"]),
     ],
 )
 def test_to_c_writes_the_operators(text: str, expected: list[str]) -> None:
     parameters = {**MIXED, **CONVOLUTION}
     c_text = _c(text, parameters)
-    assert isinstance(c_text, str)
     for piece in expected:
         assert piece in c_text, (piece, c_text)
     assert c_text.count("(") == c_text.count(")")
+    assert c_text.count("{") == c_text.count("}")
     assert " and " not in c_text and " or " not in c_text and "not " not in c_text
+    assert "return 0;" in c_text
+
+
+def test_to_c_locals_avoid_names_in_scope() -> None:
+    constraint = parse_constraint("a // b > c", NUMBERS)
+    taken = {f"{hint}{i}" for hint in ("t", "m", "d", "f", "c", "go", "value") for i in range(9)}
+    lines, result = constraint.c_value(lambda name: name, lambda name, value: value, avoid=taken)
+    declared = {line.split()[1] for line in lines if line.strip().startswith("double ")}
+    assert result not in taken
+    assert declared and not declared & taken
+
+
+def test_chained_comparison_evaluates_middle_operands_once_in_c() -> None:
+    # nested chains must not repeat their middle operands (an exponential C text)
+    text = "a < " + "(b < " * 30 + "c" + " < a)" * 30 + " < b"
+    c_text = _c(text, NUMBERS)
+    assert c_text.count("p_b") < 200
 
 
 @pytest.mark.parametrize(

@@ -45,7 +45,7 @@ def test_convolution_header_equals_select(convolution, tmp_path: Path) -> None:
     space = convolution.space
     fitted = fit_selector(convolution.optima, space, convolution.cost, max_depth=2)
     header = render_header(fitted.selector, "convolution")
-    assert "convolution_pymod(" in header  # 'block_size_x % 32' compiled to C
+    assert "fmod(" in header  # 'block_size_x % 32' compiled to C
     table = boundary_inputs(fitted.selector, 2000, np.random.default_rng(0))
     report = verify_header(fitted.selector, header, table, prefix="convolution", workdir=tmp_path)
     assert report.ok, str(report)

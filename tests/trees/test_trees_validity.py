@@ -223,7 +223,7 @@ def test_validity_header_compiles_strictly(
     checked_selector: PerParameterSelector, command: list[str], suffix: str, tmp_path: Path
 ) -> None:
     header = render_header(checked_selector, "chk")
-    assert "#include <math.h>" in header and "chk_pymod(" in header
+    assert "#include <math.h>" in header and "fmod(" in header  # Python's % in C
     body = example_call(checked_selector.model_, "chk")
     assert compile_check(header, command, suffix=suffix, body=body, workdir=tmp_path) == ""
 
