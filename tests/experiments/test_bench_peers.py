@@ -1,0 +1,299 @@
+"""Pure helpers of experiments/bench_peers.py (fractions, geomean, the exact random-search
+expectation, the Kernel Tuner cache conversion, the config stripping), on small synthetic data;
+the replay data tests skip when MLKAPS_GPU_DATA is unset."""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import json
+import math
+import os
+import sys
+import tomllib
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "experiments" / "bench_peers.py"
+
+
+def _load():
+    spec = importlib.util.spec_from_file_location("bench_peers", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_peers"] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+bench = _load()
+
+
+@pytest.fixture
+def replay_data() -> Path:
+    root = os.environ.get("MLKAPS_GPU_DATA")
+    if not root:
+        pytest.skip("MLKAPS_GPU_DATA is not set")
+    path = Path(root)
+    if not (path / "convolution_6gpu").is_dir() or not (path / "syr2k_cpu").is_dir():
+        pytest.skip(f"MLKAPS_GPU_DATA={root} does not hold the replay data")
+    return path
+
+
+# ----------------------------------------------------------------------- fractions, geomean
+def test_fraction_of_optimum_and_failures():
+    assert bench.fraction_of_optimum(2.0, 4.0) == 0.5
+    assert bench.fraction_of_optimum(2.0, 2.0) == 1.0
+    for failed in (math.nan, math.inf, 0.0, -1.0, None, "RuntimeFailedConfig"):
+        assert bench.fraction_of_optimum(2.0, failed) == 0.0
+
+
+def test_geomean():
+    assert bench.geomean([1.0, 0.25]) == pytest.approx(0.5)
+    assert bench.geomean([0.9, 0.0, 1.0]) == 0.0  # a failed choice zeroes the run
+    assert math.isnan(bench.geomean([]))
+
+
+def test_summary_geomean_over_inputs_then_mean_sd_over_seeds():
+    rows = pd.DataFrame(
+        {
+            "tool": ["t"] * 4,
+            "b": [25] * 4,
+            "seed": [0, 0, 1, 1],
+            "input": ["a", "b", "a", "b"],
+            "fraction": [1.0, 0.25, 0.64, 1.0],
+        }
+    )
+    summary = bench.summarize_runs(rows)
+    assert len(summary) == 1
+    row = summary.iloc[0]
+    assert row["mean"] == pytest.approx((0.5 + 0.8) / 2)
+    assert row["sd"] == pytest.approx(np.std([0.5, 0.8], ddof=1))
+    assert row["n"] == 2
+
+
+def test_done_when_2_counts():
+    def rows(tool, times):
+        return [
+            {"tool": tool, "b": 25, "seed": s, "input": i, "time": t}
+            for (s, i), t in zip([(0, "a"), (0, "b"), (1, "a")], times, strict=True)
+        ]
+
+    table = pd.DataFrame(
+        rows(bench.HEADER, [1.0, 1.05, math.nan]) + rows(bench.BEST_MEASURED, [1.0, 1.0, 2.0])
+    )
+    counts = bench.done_when_2_counts(table).iloc[0]
+    assert counts["runs"] == 3
+    assert counts["below_0.99"] == 2  # 1/1.05 = 0.952 and a failed header (ratio 0)
+    assert counts["below_0.9"] == 1
+    assert counts["min_ratio"] == 0.0
+
+
+# ------------------------------------------------------------------------------ random search
+def _brute_force(times, k):
+    values = np.asarray(times, dtype=float)
+    optimum = np.nanmin(values)
+    fractions = [0.0 if not np.isfinite(v) else optimum / v for v in values]
+    subsets = list(itertools.combinations(range(len(values)), k))
+    return float(np.mean([max(fractions[i] for i in subset) for subset in subsets]))
+
+
+@pytest.mark.parametrize(
+    "times",
+    [
+        [3.0, 1.0, 2.0, 4.0, 8.0, 5.0],
+        [2.0, math.nan, 2.0, 1.5, 6.0, math.nan, 3.0],  # failures and ties
+        [7.0],
+    ],
+)
+def test_random_search_expectation_matches_enumeration(times):
+    draws = list(range(1, len(times) + 1))
+    exact = bench.expected_fraction_random_search(times, draws)
+    for k, value in zip(draws, exact, strict=True):
+        assert value == pytest.approx(_brute_force(times, k), abs=1e-12)
+        optimum = np.nanmin(times)
+        local = bench._expected_max_exact(
+            np.where(np.isfinite(times), optimum / np.asarray(times), 0.0), k
+        )
+        assert local == pytest.approx(value, abs=1e-12)
+    assert exact[-1] == pytest.approx(1.0)  # every configuration drawn: the optimum is found
+
+
+def test_random_search_is_expected_fraction_not_fraction_of_expected_time():
+    times = [1.0, 10.0]
+    (value,) = bench.expected_fraction_random_search(times, [1])
+    assert value == pytest.approx((1.0 + 0.1) / 2)  # not 1 / 5.5
+
+
+# ---------------------------------------------------------------------- Kernel Tuner caches
+def _tiny_table():
+    rows = []
+    for pragma, tile in itertools.product(["", "#pragma a(i,j)"], [4, 8, 16]):
+        time = 1.0 + tile / 4 + (0.5 if pragma else 0.0)
+        rows.append({"p0": pragma, "p3": tile, "time": time, "status": "ok"})
+    table = pd.DataFrame(rows)
+    table.loc[(table["p0"] == "") & (table["p3"] == 16), ["time", "status"]] = [
+        math.nan,
+        "runtime_error",
+    ]
+    return table
+
+
+def test_kernel_tuner_cache_conversion():
+    table = _tiny_table()
+    document, codes = bench.kernel_tuner_cache_from_table(table, ["p0", "p3"], "time", name="t")
+    assert document["tune_params_keys"] == ["p0", "p3"]
+    assert document["tune_params"] == {"p0": [0, 1], "p3": [4, 8, 16]}
+    assert codes == {"p0": {"": 0, "#pragma a(i,j)": 1}}
+    cache = document["cache"]
+    assert len(cache) == 6
+    assert cache["0,4"] == {"p0": 0, "p3": 4, "time": 2.0}
+    assert cache["1,8"]["time"] == pytest.approx(3.5)
+    assert cache["0,16"]["time"] == "RuntimeFailedConfig"
+    # JSON round trip, every key is the comma join of its values
+    again = json.loads(json.dumps(document))
+    for key, entry in again["cache"].items():
+        assert key == ",".join(str(entry[k]) for k in again["tune_params_keys"])
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_kernel_tuner_reads_converted_cache(tmp_path):
+    kernel_tuner = pytest.importorskip("kernel_tuner")
+    document, _ = bench.kernel_tuner_cache_from_table(
+        _tiny_table(), ["p0", "p3"], "time", name="tiny"
+    )
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps(document))
+    results, _ = kernel_tuner.tune_kernel(
+        "tiny",
+        "",
+        (1,),
+        [],
+        document["tune_params"],
+        simulation_mode=True,
+        cache=str(path),
+        strategy="brute_force",
+        quiet=True,
+    )
+    best, seen = bench.best_time_of_results(results, document["tune_params_keys"])
+    assert seen == 6
+    assert best == 2.0
+    assert sum("__error__" in r for r in results) == 1
+
+
+def test_best_time_of_results_skips_errors_and_old_marker():
+    results = [
+        {"a": 1, "time": 3.0},
+        {"a": 2, "time": 1e20},
+        {"a": 3, "time": 0.5, "__error__": "x"},
+        None,
+        {"a": 1, "time": 3.0},
+        {"a": 4, "time": 2.5},
+    ]
+    assert bench.best_time_of_results(results, ["a"]) == (2.5, 4)
+
+
+# --------------------------------------------------------------------------------- configs
+def test_strip_config_keeps_the_problem_only():
+    config = {
+        "campaign": {"name": "c", "seed": 3},
+        "kernel": {"executor": "replay", "files": {"gpu": {"A": "a.json.gz"}}},
+        "design": {"constraints": ["x <= 4"]},
+        "objectives": {"time": "minimize"},
+        "sampling": {"method": "lhs", "budget": 300, "batch_size": 50},
+        "surrogate": {"log_target": True},
+        "trees": {"mode": "joint", "prefix": "conv", "verify_inputs": 2000},
+    }
+    stripped, removed = bench.strip_config(config)
+    assert stripped == {
+        "campaign": {"name": "c", "seed": 3},
+        "kernel": {"executor": "replay", "files": {"gpu": {"A": "a.json.gz"}}},
+        "design": {"constraints": ["x <= 4"]},
+        "objectives": {"time": "minimize"},
+        "sampling": {"budget": 300},
+        "trees": {"prefix": "conv"},
+    }
+    assert set(removed) == {
+        "sampling.method",
+        "sampling.batch_size",
+        "surrogate",
+        "trees.mode",
+        "trees.verify_inputs",
+    }
+    bench.apply_override(stripped, "sampling.method=ga_adaptive")
+    bench.apply_override(stripped, "surrogate.log_target=true")
+    bench.apply_override(stripped, "optimization.grid=8")
+    assert stripped["sampling"]["method"] == "ga_adaptive"
+    assert stripped["surrogate"]["log_target"] is True
+    assert stripped["optimization"]["grid"] == 8
+    with pytest.raises(ValueError):
+        bench.apply_override(stripped, "nokey")
+
+
+def test_toml_round_trip():
+    data = {
+        "kernel": {
+            "files": {"N": {"130": "${MLKAPS_GPU_DATA}/a.csv", "2000": "b c.csv"}},
+            "design_columns": ["p0", "p1"],
+            "quoted key": 'say "hi"\\',
+        },
+        "design": {"constraints": ["a * b <= 1024", "x == 'y'"]},
+        "sampling": {"budget": 10, "eps": 0.25, "flag": False},
+    }
+    assert tomllib.loads(bench.to_toml(data)) == data
+
+
+def test_parse_tools():
+    assert bench.parse_tools(["project", "kernel_tuner"]) == [
+        "project",
+        *(f"kt_{s}" for s in bench.KT_STRATEGIES),
+    ]
+    assert bench.parse_tools(["random,optuna", "pso"]) == [
+        "kt_pso",
+        "optuna_tpe",
+        "random_search",
+    ]
+    with pytest.raises(SystemExit):
+        bench.parse_tools(["nope"])
+
+
+# ----------------------------------------------------------------------------- replay data
+def test_syr2k_case_loads(replay_data):
+    case = bench.load_case("syr2k", [], None)
+    assert case.input_name == "N"
+    assert case.inputs == ["130", "2000"]
+    for land in case.landscapes:
+        assert len(land.times) == 10648
+        assert land.optimum == pytest.approx(np.nanmin(land.times))
+    assert int(np.isnan(case.landscapes[1].times).sum()) == 5  # the runner's 1.0 failures
+    assert "sampling.method" not in case.removed  # the syr2k config names no method
+
+
+@pytest.mark.slow
+def test_quick_run_of_the_peers(replay_data, tmp_path):
+    code = bench.main(
+        [
+            "--case",
+            "syr2k",
+            "--budgets",
+            "25",
+            "--seeds",
+            "1",
+            "--tools",
+            "random_search",
+            "optuna_tpe",
+            "kt_random_sample",
+            "--results",
+            str(tmp_path),
+            "--workdir",
+            str(tmp_path / "work"),
+        ]
+    )
+    assert code == 0
+    table = pd.read_csv(tmp_path / "bench_peers_syr2k.csv")
+    assert bench.RANDOM in set(table["tool"])
+    assert (table["fraction"].between(0, 1)).all()
+    assert (tmp_path / "bench_peers_syr2k.md").read_text().startswith("# bench_peers: syr2k")
