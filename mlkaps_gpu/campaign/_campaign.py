@@ -40,6 +40,7 @@ from mlkaps_gpu.campaign._environment import (
     environment_differences,
     summary_line,
 )
+from mlkaps_gpu.campaign._errors import CampaignError
 from mlkaps_gpu.campaign._setup import Setup, prepare
 from mlkaps_gpu.campaign._store import SampleStore
 from mlkaps_gpu.codegen import boundary_inputs, render_header, verify_header
@@ -63,10 +64,6 @@ STAGES = ("sampling", "modeling", "optimization", "trees")
 _MEASURED_SUPPORT = 5
 META = "campaign.json"
 ENVIRONMENT = "environment.json"
-
-
-class CampaignError(RuntimeError):
-    """A campaign directory cannot be used (changed config, foreign directory...)."""
 
 
 Progress = Callable[[str, int, int], None]

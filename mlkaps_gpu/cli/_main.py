@@ -28,10 +28,24 @@ _COMMAND_MODULES = {
     "analyze": "mlkaps_gpu.cli._analyze",
     "check": "mlkaps_gpu.cli._check",
 }
+#: One-line help of those commands, so that ``--help``, ``--version`` and every other command
+#: build the parser without importing their modules (and the libraries they import); a
+#: command missing here has its module imported whenever the parser is built.
+_COMMAND_HELP = {
+    "validate": "measure the header's configurations against a reference",
+    "merge": "keep the tuned configuration only where it beats an expert's; new header",
+    "report": "one self-contained HTML report of a campaign",
+    "export": "one header selecting between several campaigns' trees (one per architecture)",
+    "export-cache": "write a campaign's measurements at one input point as a Kernel Tuner cache",
+    "analyze": "offline analyses of exhaustive data",
+    "check": "validate a TOML configuration without running anything",
+}
 log = logging.getLogger("mlkaps_gpu")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None, *, lazy: bool = False) -> argparse.ArgumentParser:
+    """The ``mlkaps-gpu`` parser; with ``lazy``, only ``command``'s module is imported (the other
+    module commands get a placeholder that names them and their help)."""
     parser = argparse.ArgumentParser(
         prog="mlkaps-gpu",
         description="Input-aware auto-tuning of HPC kernels, shipped as C / CUDA decision trees.",
@@ -51,21 +65,41 @@ def build_parser() -> argparse.ArgumentParser:
     )
     select.add_argument("directory", type=Path)
     select.add_argument("assignments", nargs="*", metavar="name=value")
+    select.add_argument(
+        "--csv",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="answer every row of a CSV table of inputs (header line: the input names), "
+        "as CSV on standard output; '-' reads standard input",
+    )
     demo = commands.add_parser("demo", help="tune the built-in example end to end")
     demo.add_argument("--out", type=Path, default=Path("mlkaps-demo"))
     demo.add_argument("--budget", type=int, default=None, help="override the demo budget")
-    for module_name in _COMMAND_MODULES.values():
-        importlib.import_module(module_name).add_parser(commands)
+    for name, module_name in _COMMAND_MODULES.items():
+        if lazy and name != command and name in _COMMAND_HELP:
+            commands.add_parser(name, help=_COMMAND_HELP[name])
+        else:
+            importlib.import_module(module_name).add_parser(commands)
     return parser
 
 
+def _requested_command(argv: Sequence[str]) -> str | None:
+    """The subcommand named in ``argv`` (the first word that is not an option or its value)."""
+    words = iter(argv)
+    for word in words:
+        if word == "--log-level":
+            next(words, None)
+        elif not word.startswith("-"):
+            return word
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(_requested_command(argv), lazy=True)
     args = parser.parse_args(argv)
     logging.basicConfig(level=getattr(logging, args.log_level), format="%(levelname)s %(message)s")
-    from mlkaps_gpu.campaign import CampaignError, ConfigError
-    from mlkaps_gpu.space import SpaceError
-
     try:
         if args.command == "tune":
             return _tune(args)
@@ -75,7 +109,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _demo(args)
         if args.command in _COMMAND_MODULES:
             return int(importlib.import_module(_COMMAND_MODULES[args.command]).run(args))
-    except (ConfigError, CampaignError, SpaceError) as error:
+    except Exception as error:
+        if not _is_usage_error(error):
+            raise
         print(f"mlkaps-gpu: error: {_one_line(error)}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
@@ -83,6 +119,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     parser.error(f"unknown command {args.command}")
     return EXIT_USAGE
+
+
+def _is_usage_error(error: Exception) -> bool:
+    """Bad input (a configuration, a campaign directory, a value): reported on one line. The
+    classes load here, not before: ``select`` loads none of the modules of the other two."""
+    from mlkaps_gpu.campaign import CampaignError
+
+    if isinstance(error, CampaignError):
+        return True
+    from mlkaps_gpu.campaign import ConfigError
+    from mlkaps_gpu.space import SpaceError
+
+    return isinstance(error, ConfigError | SpaceError)
 
 
 def _one_line(error: BaseException) -> str:
@@ -156,14 +205,35 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _select(args: argparse.Namespace) -> int:
-    from mlkaps_gpu.cli._select import parse_assignments, select_with_header
+    from mlkaps_gpu.campaign import CampaignError
+    from mlkaps_gpu.cli._select import (
+        parse_assignments,
+        read_inputs_csv,
+        select_rows,
+        write_answers_csv,
+    )
 
+    if args.csv is None:
+        rows = [parse_assignments(args.assignments)]
+    elif args.assignments:
+        raise CampaignError("select: give name=value inputs or --csv FILE, not both")
+    elif str(args.csv) == "-":
+        rows = read_inputs_csv(sys.stdin)
+    else:
+        try:
+            with open(args.csv, newline="", encoding="utf-8") as handle:
+                rows = read_inputs_csv(handle)
+        except OSError as error:
+            raise CampaignError(f"--csv {args.csv}: {error.strerror or error}") from None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        answer = select_with_header(args.directory, parse_assignments(args.assignments))
+        answers = select_rows(args.directory, rows)
     for warning in caught:
         print(f"mlkaps-gpu: warning: {_one_line(Exception(warning.message))}", file=sys.stderr)
-    print(json.dumps(answer))
+    if args.csv is None:
+        print(json.dumps(answers[0]))
+    else:
+        write_answers_csv(sys.stdout, rows, answers)
     return 0
 
 

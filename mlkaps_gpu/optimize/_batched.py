@@ -137,6 +137,7 @@ class BatchedNSGA2:
         self.weights = None if weights is None else np.asarray(weights, dtype=float)
         self.seed = seed
         self.progress = progress
+        self._objectives = 1  # set by each run from the predictions
         #: largest code of each design parameter (the operators' upper bounds)
         self._upper = space.design_sizes.astype(np.float64) - 1
         self._product = int(np.prod(space.design_sizes.astype(float)))
@@ -233,6 +234,7 @@ class BatchedNSGA2:
         flat_codes = population.reshape(-1, n_design)
         values = self._evaluate(predict, context, flat_points, flat_codes, result)
         n_objectives = values.shape[1]
+        self._objectives = n_objectives
         values = values.reshape(len(points), n, n_objectives)
         keys = self._keys(flat_points, flat_codes).reshape(len(points), n)
         _, rank, crowding = self._survive(values, keys, rng)
@@ -280,9 +282,9 @@ class BatchedNSGA2:
         merged_codes = np.concatenate([state.codes[active], children], axis=1)
         merged_keys = np.concatenate([state.keys[active], child_keys.reshape(len(active), n)], 1)
         survivors, rank, crowding = self._survive(merged_values, merged_keys, rng)
-        state.codes[active] = np.take_along_axis(merged_codes, survivors[..., None], axis=1)
-        state.values[active] = np.take_along_axis(merged_values, survivors[..., None], axis=1)
-        state.keys[active] = np.take_along_axis(merged_keys, survivors, axis=1)
+        state.codes[active] = _gather(merged_codes, survivors)
+        state.values[active] = _gather(merged_values, survivors)
+        state.keys[active] = _gather(merged_keys, survivors)
         state.rank[active], state.crowding[active] = rank, crowding
         self._converge(state, active)
 
@@ -292,12 +294,12 @@ class BatchedNSGA2:
         """Tournament, SBX and polynomial mutation, rounded to codes: ``(active * n, design)``."""
         n, n_design = self.population, len(self.space.design)
         parents = self._tournament(state.rank[active], state.crowding[active], rng)
-        mates = np.take_along_axis(state.codes[active], parents[..., None], axis=1)
+        mates = _gather(state.codes[active], parents)
         pairs = mates.reshape(len(active) * n // 2, 2, n_design).transpose(1, 0, 2)
         children = simulated_binary_crossover(pairs, self._upper, rng)
         children = children.transpose(1, 0, 2).reshape(len(active) * n, n_design)
         children = polynomial_mutation(children, self._upper, rng)
-        return np.clip(np.rint(children), 0, self.space.design_sizes - 1).astype(np.int64)
+        return np.rint(children).astype(np.int64)  # inside [0, upper]: no clipping needed
 
     def _child_values(
         self,
@@ -443,14 +445,13 @@ class BatchedNSGA2:
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Indices of survivors per point, with their rank and crowding (2N -> N)."""
         n_points, merged, n_objectives = values.shape
-        # duplicates of an individual in the same population never survive twice
-        order = np.argsort(keys, axis=1, kind="stable")
-        sorted_keys = np.take_along_axis(keys, order, axis=1)
-        repeated = np.zeros_like(keys, dtype=bool)
-        repeated_sorted = np.zeros_like(sorted_keys, dtype=bool)
-        repeated_sorted[:, 1:] = sorted_keys[:, 1:] == sorted_keys[:, :-1]
-        np.put_along_axis(repeated, order, repeated_sorted, axis=1)
-        penalised = np.where(repeated[..., None], np.inf, values)
+        # duplicates of an individual in the same population never survive twice (keys hold the
+        # point: one sort of all of them finds every population's duplicates)
+        flat = keys.ravel()
+        order = np.argsort(flat, kind="stable")
+        repeated = np.zeros(len(flat), dtype=bool)
+        repeated[order[1:]] = flat[order[1:]] == flat[order[:-1]]
+        penalised = np.where(repeated.reshape(keys.shape)[..., None], np.inf, values)
         n = self.population
         if n_objectives == 1:
             # by value, ties broken at random as pymoo's: sorting by the noise, then stably by
@@ -489,6 +490,10 @@ class BatchedNSGA2:
             survivors[point], rank[point], crowding[point] = chosen, ranks, crowds
         return survivors, rank, crowding
 
+    @property
+    def _sorted_by_rank(self) -> bool:
+        return self._objectives == 1
+
     def _tournament(
         self, rank: np.ndarray, crowding: np.ndarray, rng: np.random.Generator
     ) -> np.ndarray:
@@ -496,7 +501,20 @@ class BatchedNSGA2:
         n_points, n = rank.shape
         a = rng.integers(n, size=(n_points, n))
         b = rng.integers(n, size=(n_points, n))
+        if self._sorted_by_rank:
+            # one objective: survivors are sorted, their rank is their position and their
+            # crowding zero, so the lower position wins (ties: a)
+            return np.minimum(a, b)
         rank_a, rank_b = np.take_along_axis(rank, a, 1), np.take_along_axis(rank, b, 1)
         crowd_a, crowd_b = np.take_along_axis(crowding, a, 1), np.take_along_axis(crowding, b, 1)
         a_wins = (rank_a < rank_b) | ((rank_a == rank_b) & (crowd_a >= crowd_b))
         return np.where(a_wins, a, b)
+
+
+def _gather(table: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """``take_along_axis(table, index, axis=1)`` (rows of ``index`` pick entries of each point's
+    row of ``table``), as one take of whole entries along a flattened first axis."""
+    points, width = table.shape[:2]
+    flat = (np.arange(points)[:, None] * width + index).ravel()
+    picked = np.take(table.reshape(points * width, *table.shape[2:]), flat, axis=0)
+    return picked.reshape(*index.shape, *table.shape[2:])

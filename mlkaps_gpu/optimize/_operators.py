@@ -51,9 +51,10 @@ def simulated_binary_crossover(
     child_second = np.where(smaller, child_high, child_low)
     swap = np.bitwise_xor(rng.random(len(where)) < SWAP_PROBABILITY, first > second)
     children = parents.copy()
-    children[0].ravel()[where] = np.where(swap, child_second, child_first)
-    children[1].ravel()[where] = np.where(swap, child_first, child_second)
-    return _clamp(children, upper)
+    # pymoo clamps both children whole; the values not crossed are parents', inside already
+    children[0].ravel()[where] = _clamp(np.where(swap, child_second, child_first), bound_high)
+    children[1].ravel()[where] = _clamp(np.where(swap, child_first, child_second), bound_high)
+    return children
 
 
 def _betaq(beta: np.ndarray, etas: np.ndarray, rand: np.ndarray) -> np.ndarray:
@@ -99,17 +100,14 @@ def polynomial_mutation(
         deltaq[above] = 1.0 - (np.power(value, 1.0 / (e + 1.0)))
     mutated = x + deltaq * (high - low)
     mutated = np.where(mutated < low, low, mutated)
-    mutated = np.where(mutated > high, high, mutated)
     out = values.copy()
-    out.ravel()[where] = mutated
-    return _clamp(out, upper)
+    # pymoo's last clamp of the whole array leaves the values not mutated (inside) alone
+    out.ravel()[where] = _clamp(mutated, high)
+    return out
 
 
 def _clamp(values: np.ndarray, upper: np.ndarray) -> np.ndarray:
     """Values outside ``[0, upper]`` set to the bound (as pymoo's clamp: comparisons, so an
-    in-range value keeps its exact bits)."""
-    upper = np.broadcast_to(upper, values.shape)
-    values[values < 0] = 0.0
-    above = values > upper
-    values[above] = upper[above]
-    return values
+    in-range value keeps its exact bits); ``upper`` has one bound per value."""
+    values = np.where(values < 0, 0.0, values)
+    return np.where(values > upper, upper, values)

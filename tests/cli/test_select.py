@@ -1,0 +1,122 @@
+"""``mlkaps-gpu select``: answers from the campaign directory alone, light, and in batches."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from mlkaps_gpu.campaign import Campaign
+from mlkaps_gpu.cli import main
+from mlkaps_gpu.cli._select import MANIFEST
+from tests.campaign.conftest import write_config
+
+HEAVY = ("lightgbm", "sklearn", "scipy", "pymoo", "pandas")
+INPUTS = (16, 37, 100, 900, 4096)
+
+pytestmark = pytest.mark.compiler
+
+
+@pytest.fixture
+def campaign_dir(kernel_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+    out = tmp_path / "campaign"
+    config = write_config(kernel_path, budget=60)
+    assert main(["--quiet", "tune", str(config), "--out", str(out)]) == 0
+    capsys.readouterr()
+    return out
+
+
+def _select(out: Path, *arguments: str, capsys: pytest.CaptureFixture[str]) -> str:
+    assert main(["select", str(out), *arguments]) == 0
+    return capsys.readouterr().out
+
+
+def _expected(out: Path) -> list[dict[str, object]]:
+    selector = Campaign.open(out).load_selector()
+    table = selector.select(pd.DataFrame({"n": list(INPUTS)}))
+    return [{"block": int(r.block), "variant": r.variant} for r in table.itertuples()]
+
+
+def test_answers_survive_a_config_whose_kernel_is_gone(
+    campaign_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    expected = _expected(campaign_dir)
+    first = [json.loads(_select(campaign_dir, f"n={n}", capsys=capsys)) for n in INPUTS]
+    assert first == expected
+    assert (campaign_dir / "build" / MANIFEST).is_file()
+    # the kernel (as replay data files would) moves away: the configuration no longer validates
+    config = campaign_dir / "config.toml"
+    config.write_text(config.read_text().replace("toy_kernel:model", "gone_module:model"))
+    with pytest.raises(Exception, match="gone_module"):
+        Campaign.open(campaign_dir)
+    again = [json.loads(_select(campaign_dir, f"n={n}", capsys=capsys)) for n in INPUTS]
+    assert again == expected
+    # a fresh build/ (the manifest and module deleted) is rebuilt from the directory alone
+    for path in (campaign_dir / "build").iterdir():
+        path.unlink()
+    rebuilt = [json.loads(_select(campaign_dir, f"n={n}", capsys=capsys)) for n in INPUTS]
+    assert rebuilt == expected
+
+
+def test_csv_batch_answers_every_row(
+    campaign_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    table = tmp_path / "inputs.csv"
+    table.write_text("n\n" + "\n".join(str(n) for n in INPUTS) + "\n")
+    lines = _select(campaign_dir, "--csv", str(table), capsys=capsys).splitlines()
+    assert lines[0] == "n,block,variant"
+    expected = _expected(campaign_dir)
+    assert lines[1:] == [
+        f"{n},{e['block']},{e['variant']}" for n, e in zip(INPUTS, expected, strict=True)
+    ]
+    table.write_text("n\n100\nabc\n")
+    assert main(["select", str(campaign_dir), "--csv", str(table)]) == 2
+    assert "expected a int value" in capsys.readouterr().err
+    assert main(["select", str(campaign_dir), "--csv", str(tmp_path / "missing.csv")]) == 2
+    assert main(["select", str(campaign_dir), "n=3", "--csv", str(table)]) == 2
+    assert "not both" in capsys.readouterr().err
+
+
+def test_unfinished_or_foreign_directories_are_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["select", str(tmp_path), "n=3"]) == 2
+    assert "not a campaign directory" in capsys.readouterr().err
+    (tmp_path / "campaign.json").write_text(json.dumps({"stages": ["sampling"]}))
+    assert main(["select", str(tmp_path), "n=3"]) == 2
+    assert "run tune" in capsys.readouterr().err
+
+
+def _modules_after(arguments: list[str]) -> set[str]:
+    code = (
+        "import sys\n"
+        "from mlkaps_gpu.cli import main\n"
+        "try:\n"
+        f"    main({arguments!r})\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    return set(json.loads(result.stdout.strip().splitlines()[-1].replace("'", '"')))
+
+
+def test_select_help_and_version_import_no_heavy_library(
+    campaign_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _select(campaign_dir, "n=100", capsys=capsys)  # builds the manifest
+    assert _modules_after(["select", str(campaign_dir), "n=100"]) == set()
+    assert _modules_after(["--help"]) == set()
+    assert _modules_after(["--version"]) == set()
+    assert _modules_after(["select", "--help"]) == set()
+    # a module command still gets its full parser when it is the one named
+    with pytest.raises(SystemExit) as stop:
+        main(["report", "--help"])
+    assert stop.value.code == 0
+    assert "report.html" in capsys.readouterr().out
