@@ -90,6 +90,87 @@ def _map_inputs(points: pd.DataFrame, inputs: Sequence[str]) -> list[str]:
     return varying[:2]
 
 
+#: How the heat map marks points whose verdict is not a clear speedup.
+_VERDICT_MARKS: dict[str, dict[str, Any]] = {
+    "neutral": {"marker": ".", "s": 6, "color": "black"},
+    "same": {"marker": "o", "s": 10, "facecolors": "none", "edgecolors": "#555555"},
+    "regression": {"marker": "x", "s": 22, "color": "black"},
+}
+
+
+def _speedup_curve(table: pd.DataFrame, name: str, *, log: bool, title: str, noise: float) -> bytes:
+    """The speedup along one input: the geometric-mean curve and every point by verdict, the
+    noise band shaded."""
+    figure, axis = _pyplot().subplots(figsize=(6.4, 3.8), layout="constrained")
+    curve = table.groupby(name)["log2_speedup"].mean()
+    axis.plot(curve.index, 2.0 ** curve.to_numpy(), color="#333333", linewidth=1)
+    for verdict, colour in VERDICT_COLOURS.items():
+        rows = table[table["verdict"] == verdict]
+        if len(rows):
+            axis.scatter(rows[name], rows["speedup"], color=colour, s=22, label=verdict)
+    axis.axhline(1.0, color="black", linewidth=0.8)
+    axis.axhspan(1.0 / (1.0 + noise), 1.0 + noise, color="#ffd54f", alpha=0.35)
+    _speedup_axis(axis, "y")
+    axis.legend(fontsize=8)
+    axis.set_xlabel(name)
+    axis.set_ylabel("speedup")
+    _input_axis(axis, "x", log)
+    axis.set_title(title)
+    return _png(figure)
+
+
+def _speedup_colour_bar(figure: Any, mesh: Any, axis: Any, limit: float) -> None:
+    """A colour bar for log2 speedups in [-limit, limit], labelled as speedups."""
+    bar = figure.colorbar(mesh, ax=axis)
+    step = 0.5 if limit <= 2 else (1.0 if limit <= 5 else 2.0)
+    ticks = np.arange(-np.ceil(limit), np.ceil(limit) + step, step)
+    ticks = ticks[np.abs(ticks) <= limit]
+    bar.set_ticks(ticks)
+    bar.set_ticklabels([f"{2.0**t:.3g}x" for t in ticks])
+    bar.set_label("speedup (log scale, centred on 1)")
+
+
+def _speedup_heat_map(
+    points: pd.DataFrame,
+    table: pd.DataFrame,
+    shown: Sequence[str],
+    log_inputs: Sequence[str],
+    *,
+    title: str,
+    limit: float,
+) -> bytes:
+    """The mean log2 speedup over two inputs, coloured symmetrically in [-limit, limit], with
+    the points of :data:`_VERDICT_MARKS` marked."""
+    from matplotlib.colors import Normalize
+
+    x_name, y_name = shown
+    grid = table.groupby([y_name, x_name])["log2_speedup"].mean().unstack(x_name)
+    xs, ys = grid.columns.to_numpy(), grid.index.to_numpy()
+    figure, axis = _pyplot().subplots(figsize=(6.8, 5.4), layout="constrained")
+    mesh = axis.pcolormesh(
+        _edges(xs, x_name in log_inputs),
+        _edges(ys, y_name in log_inputs),
+        grid.to_numpy(dtype=float),
+        cmap="RdBu",
+        norm=Normalize(-limit, limit),
+        shading="flat",
+    )
+    for verdict, style in _VERDICT_MARKS.items():
+        cells = points[points["verdict"] == verdict]
+        if len(cells):
+            axis.scatter(cells[x_name], cells[y_name], linewidths=0.8, **style)
+    _input_axis(axis, "x", x_name in log_inputs)
+    _input_axis(axis, "y", y_name in log_inputs)
+    axis.set_xlabel(x_name)
+    axis.set_ylabel(y_name)
+    axis.set_title(
+        f"{title}\n(. no significant difference, o same configuration, x regression)",
+        fontsize=10,
+    )
+    _speedup_colour_bar(figure, mesh, axis, limit)
+    return _png(figure)
+
+
 def speedup_map(
     points: pd.DataFrame,
     inputs: Sequence[str],
@@ -105,67 +186,14 @@ def speedup_map(
     shown = _map_inputs(points, inputs)
     if not shown:
         return None
-    plt = _pyplot()
-    from matplotlib.colors import Normalize
-
     table = points[points["verdict"] != "failed"].assign(
         log2_speedup=lambda t: np.log2(t["speedup"].astype(float))
     )
-    limit = max(float(np.nanmax(np.abs(table["log2_speedup"]))) if len(table) else 0.0, 0.2)
     if len(shown) == 1:
-        figure, axis = plt.subplots(figsize=(6.4, 3.8), layout="constrained")
-        curve = table.groupby(shown[0])["log2_speedup"].mean()
-        axis.plot(curve.index, 2.0 ** curve.to_numpy(), color="#333333", linewidth=1)
-        for verdict, colour in VERDICT_COLOURS.items():
-            rows = table[table["verdict"] == verdict]
-            if len(rows):
-                axis.scatter(rows[shown[0]], rows["speedup"], color=colour, s=22, label=verdict)
-        axis.axhline(1.0, color="black", linewidth=0.8)
-        axis.axhspan(1.0 / (1.0 + noise), 1.0 + noise, color="#ffd54f", alpha=0.35)
-        _speedup_axis(axis, "y")
-        axis.legend(fontsize=8)
-        axis.set_xlabel(shown[0])
-        axis.set_ylabel("speedup")
-        _input_axis(axis, "x", shown[0] in log_inputs)
-        axis.set_title(title)
-        return _png(figure)
-    x_name, y_name = shown
-    grid = table.groupby([y_name, x_name])["log2_speedup"].mean().unstack(x_name)
-    xs, ys = grid.columns.to_numpy(), grid.index.to_numpy()
-    figure, axis = plt.subplots(figsize=(6.8, 5.4), layout="constrained")
-    mesh = axis.pcolormesh(
-        _edges(xs, x_name in log_inputs),
-        _edges(ys, y_name in log_inputs),
-        grid.to_numpy(dtype=float),
-        cmap="RdBu",
-        norm=Normalize(-limit, limit),
-        shading="flat",
-    )
-    marks = {
-        "neutral": {"marker": ".", "s": 6, "color": "black"},
-        "same": {"marker": "o", "s": 10, "facecolors": "none", "edgecolors": "#555555"},
-        "regression": {"marker": "x", "s": 22, "color": "black"},
-    }
-    for verdict, style in marks.items():
-        cells = points[points["verdict"] == verdict]
-        if len(cells):
-            axis.scatter(cells[x_name], cells[y_name], linewidths=0.8, **style)
-    _input_axis(axis, "x", x_name in log_inputs)
-    _input_axis(axis, "y", y_name in log_inputs)
-    axis.set_xlabel(x_name)
-    axis.set_ylabel(y_name)
-    axis.set_title(
-        f"{title}\n(. no significant difference, o same configuration, x regression)",
-        fontsize=10,
-    )
-    bar = figure.colorbar(mesh, ax=axis)
-    step = 0.5 if limit <= 2 else (1.0 if limit <= 5 else 2.0)
-    ticks = np.arange(-np.ceil(limit), np.ceil(limit) + step, step)
-    ticks = ticks[np.abs(ticks) <= limit]
-    bar.set_ticks(ticks)
-    bar.set_ticklabels([f"{2.0**t:.3g}x" for t in ticks])
-    bar.set_label("speedup (log scale, centred on 1)")
-    return _png(figure)
+        log = shown[0] in log_inputs
+        return _speedup_curve(table, shown[0], log=log, title=title, noise=noise)
+    limit = max(float(np.nanmax(np.abs(table["log2_speedup"]))) if len(table) else 0.0, 0.2)
+    return _speedup_heat_map(points, table, shown, log_inputs, title=title, limit=limit)
 
 
 def speedup_histogram(points: pd.DataFrame, *, title: str, noise: float) -> bytes:
