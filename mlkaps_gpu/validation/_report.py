@@ -6,88 +6,95 @@ cross-validated MAE and MAPE on the stored successful samples, with the campaign
 settings); the optimum maps; the tree (mode, depth, leaves, verification, depth sweep, the
 header's text in a collapsible block); the validation and merge results when present. Every
 figure is an inline base64 PNG, so the file can be mailed or archived alone.
+
+The sections collect plain text, tables and figures (:class:`_Page`); the Jinja2 template
+``templates/report.html.j2`` (package data) lays them out and escapes every text
+(autoescape on), so no HTML is built in Python.
 """
 
 from __future__ import annotations
 
 import base64
-import html
+import functools
 import json
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import jinja2
 import numpy as np
 import pandas as pd
 
 from mlkaps_gpu import __version__
+from mlkaps_gpu.campaign import Campaign
 
 DEFAULT_FOLDS = 5
 
-_STYLE = """
-body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }
-h1 { font-size: 1.6em; } h2 { border-bottom: 1px solid #ccc; padding-bottom: .2em; }
-table { border-collapse: collapse; margin: .6em 0; font-size: .92em; }
-td, th { border: 1px solid #ddd; padding: .25em .6em; text-align: left; vertical-align: top; }
-th { background: #f3f3f3; }
-pre { background: #f7f7f7; padding: .8em; overflow-x: auto; font-size: .85em; }
-figure { margin: 1em 0; } figure img { max-width: 100%; border: 1px solid #eee; }
-figcaption { font-size: .9em; color: #555; }
-.note { color: #555; font-size: .92em; }
-"""
+
+@functools.cache
+def _template() -> jinja2.Template:
+    """``templates/report.html.j2`` (package data), with autoescaping on."""
+    environment = jinja2.Environment(
+        loader=jinja2.PackageLoader("mlkaps_gpu.validation", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    return environment.get_template("report.html.j2")
 
 
 class _Page:
-    """Collects HTML fragments and the figures placed in them."""
+    """The report's content: sections (a heading and its blocks) of plain text, figures and
+    tables, rendered by the template, which escapes every text."""
 
     def __init__(self) -> None:
-        self.parts: list[str] = []
+        self.sections: list[dict[str, Any]] = [{"title": None, "blocks": []}]
         self.figures: list[str] = []
 
-    def add(self, fragment: str) -> None:
-        self.parts.append(fragment)
+    def _add(self, kind: str, **fields: Any) -> None:
+        self.sections[-1]["blocks"].append({"kind": kind, **fields})
 
     def heading(self, text: str) -> None:
-        self.add(f"<h2>{html.escape(text)}</h2>")
+        """Start a section."""
+        self.sections.append({"title": text, "blocks": []})
 
     def paragraph(self, text: str, css: str = "") -> None:
-        attribute = f' class="{css}"' if css else ""
-        self.add(f"<p{attribute}>{html.escape(text)}</p>")
+        self._add("paragraph", text=text, css=css)
 
     def table(self, rows: Mapping[str, Any] | pd.DataFrame) -> None:
+        """A table with a column per frame column, or a row per key of a mapping."""
         if isinstance(rows, pd.DataFrame):
-            self.add(rows.to_html(index=False, border=0, float_format=lambda v: f"{v:.4g}"))
+            self._add(
+                "frame",
+                columns=[str(column) for column in rows.columns],
+                rows=[[_cell(v) for v in row] for row in rows.itertuples(index=False)],
+            )
             return
-        cells = "".join(
-            f"<tr><th>{html.escape(str(k))}</th><td>{html.escape(_text(v))}</td></tr>"
-            for k, v in rows.items()
-        )
-        self.add(f"<table>{cells}</table>")
+        self._add("pairs", rows=[(str(k), _text(v)) for k, v in rows.items()])
 
     def figure(self, png: bytes | None, caption: str) -> None:
+        """An inline PNG (nothing when ``png`` is None)."""
         if png is None:
             return
-        data = base64.b64encode(png).decode("ascii")
         self.figures.append(caption)
-        self.add(
-            f'<figure><img alt="{html.escape(caption)}" src="data:image/png;base64,{data}">'
-            f"<figcaption>{html.escape(caption)}</figcaption></figure>"
-        )
+        self._add("figure", caption=caption, data=base64.b64encode(png).decode("ascii"))
 
     def code(self, text: str, summary: str | None = None) -> None:
-        block = f"<pre>{html.escape(text)}</pre>"
-        if summary is not None:
-            block = f"<details><summary>{html.escape(summary)}</summary>{block}</details>"
-        self.add(block)
+        """Preformatted text, collapsed under ``summary`` when given."""
+        self._add("code", text=text, summary=summary)
 
     def render(self, title: str) -> str:
-        body = "\n".join(self.parts)
-        return (
-            '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-            f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head>"
-            f"<body>\n<h1>{html.escape(title)}</h1>\n{body}\n</body></html>\n"
-        )
+        return _template().render(title=title, sections=self.sections)
+
+
+def _cell(value: Any) -> str:
+    """A frame cell as text (floats to 4 significant digits)."""
+    if isinstance(value, float | np.floating):
+        return f"{value:.4g}"
+    return str(value)
 
 
 def _text(value: Any) -> str:
@@ -192,23 +199,10 @@ def _validation_rows(summary: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def build_report(directory: str | Path, *, folds: int = DEFAULT_FOLDS) -> tuple[str, list[str]]:
-    """The HTML text and the captions of its figures."""
-    from mlkaps_gpu import analysis
-    from mlkaps_gpu.campaign import Campaign
-
-    campaign = Campaign.open(directory)
-    folder = campaign.directory
-    page = _Page()
-    meta = campaign.meta
-    page.paragraph(
-        f"Campaign directory {folder.resolve()}; report written "
-        f"{time.strftime('%Y-%m-%d %H:%M:%S')} by mlkaps_gpu {__version__}.",
-        "note",
-    )
-
+def _configuration_section(page: _Page, campaign: Campaign) -> None:
+    """The configuration, where it was measured, config.toml and the stage details."""
     page.heading("Configuration")
-    environment = campaign.environment
+    meta = campaign.meta
     page.table(
         {
             "name": campaign.config.name,
@@ -218,7 +212,7 @@ def build_report(directory: str | Path, *, folds: int = DEFAULT_FOLDS) -> tuple[
             "design": ", ".join(campaign.space.design_names),
             "constraints": "; ".join(c.source for c in campaign.space.constraints) or "none",
             "objectives": json.dumps(campaign.config.objectives),
-            "measured on": _environment_line(environment),
+            "measured on": _environment_line(campaign.environment),
         }
     )
     for difference in campaign.environment_warnings():
@@ -228,54 +222,72 @@ def build_report(directory: str | Path, *, folds: int = DEFAULT_FOLDS) -> tuple[
     if details:
         page.code(json.dumps(details, indent=2, sort_keys=True), "stage details (campaign.json)")
 
+
+def _samples_section(page: _Page, campaign: Campaign, table: pd.DataFrame) -> None:
+    """Counts of the stored samples by origin and status, and the samples over time."""
+    from mlkaps_gpu import analysis
+
     page.heading("Samples over time")
-    table = campaign.store.load()
-    objective = campaign.setup.objectives[0]
-    if len(table):
-        origins = sample_origins(table)
-        counts = pd.crosstab(origins.rename("origin"), table["status"].rename(None))
-        counts = counts.reset_index()
-        counts.columns = [str(c) for c in counts.columns]
-        page.table(counts)
-        page.figure(
-            analysis.samples_over_time(table, objective, origins),
-            "Objective of every stored sample in store order (left) and samples stored over "
-            "wall time (right), by origin",
-        )
-    else:
+    if not len(table):
         page.paragraph("No samples stored yet.")
+        return
+    origins = sample_origins(table)
+    counts = pd.crosstab(origins.rename("origin"), table["status"].rename(None))
+    counts = counts.reset_index()
+    counts.columns = [str(c) for c in counts.columns]
+    page.table(counts)
+    page.figure(
+        analysis.samples_over_time(table, campaign.setup.objectives[0], origins),
+        "Objective of every stored sample in store order (left) and samples stored over "
+        "wall time (right), by origin",
+    )
+
+
+def _accuracy_section(page: _Page, campaign: Campaign, table: pd.DataFrame, folds: int) -> None:
+    """The surrogate's cross-validated errors and its out-of-fold predictions."""
+    from mlkaps_gpu import analysis
 
     page.heading("Surrogate accuracy")
     accuracy = cross_validated_accuracy(campaign, folds=folds) if len(table) else None
     if accuracy is None:
         page.paragraph(f"Too few successful samples for {folds}-fold cross-validation.")
-    else:
-        metrics, measured, predicted = accuracy
-        page.table(metrics)
-        page.figure(
-            analysis.predicted_vs_measured(measured, predicted, objective),
-            f"Out-of-fold predictions ({folds}-fold, the campaign's surrogate settings) against "
-            "the measurements",
-        )
+        return
+    metrics, measured, predicted = accuracy
+    page.table(metrics)
+    page.figure(
+        analysis.predicted_vs_measured(measured, predicted, campaign.setup.objectives[0]),
+        f"Out-of-fold predictions ({folds}-fold, the campaign's surrogate settings) against "
+        "the measurements",
+    )
+
+
+def _optima_section(page: _Page, campaign: Campaign) -> None:
+    """The grid's optima: where each choice came from, and their maps."""
+    from mlkaps_gpu import analysis
 
     page.heading("Optimum maps")
-    if (folder / "optima.csv").exists():
-        optima = campaign.load_optima()
-        page.paragraph(
-            f"{len(optima)} grid points; source of the choice: "
-            + _text(optima["source"].value_counts().to_dict())
-            if "source" in optima
-            else f"{len(optima)} grid points."
-        )
-        page.figure(
-            analysis.optimum_maps(optima, campaign.space),
-            "Optimal value of each design parameter over the optimization grid",
-        )
-    else:
+    if not (campaign.directory / "optima.csv").exists():
         page.paragraph("No optima yet (the optimization stage has not run).")
+        return
+    optima = campaign.load_optima()
+    page.paragraph(
+        f"{len(optima)} grid points; source of the choice: "
+        + _text(optima["source"].value_counts().to_dict())
+        if "source" in optima
+        else f"{len(optima)} grid points."
+    )
+    page.figure(
+        analysis.optimum_maps(optima, campaign.space),
+        "Optimal value of each design parameter over the optimization grid",
+    )
+
+
+def _tree_section(page: _Page, campaign: Campaign) -> None:
+    """The tree's verification and depth sweep, and the header's text."""
+    from mlkaps_gpu import analysis
 
     page.heading("Decision tree")
-    verification_path = folder / "verification.json"
+    verification_path = campaign.directory / "verification.json"
     if verification_path.exists():
         verification = json.loads(verification_path.read_text())
         page.table({k: v for k, v in verification.items() if k != "depth_sweep"})
@@ -284,50 +296,83 @@ def build_report(directory: str | Path, *, folds: int = DEFAULT_FOLDS) -> tuple[
             "Predicted regret and tree size against the depth limit (vertical line: chosen)",
         )
     if campaign.header_path.exists():
-        text = campaign.header_path.read_text(encoding="utf-8")
-        page.code(text, f"{campaign.header_path.name} ({len(text.splitlines())} lines)")
+        _header_code(page, campaign.header_path)
     else:
         page.paragraph("No header yet (the trees stage has not run).")
 
-    validation = folder / "validation" / "summary.json"
-    if validation.exists():
-        page.heading("Validation")
-        summary = json.loads(validation.read_text())
-        page.table(_validation_rows(summary))
-        for path in _png_files(validation.parent):
-            page.figure(path.read_bytes(), f"validation: {path.stem.replace('_', ' ')}")
 
+def _header_code(page: _Page, path: Path) -> None:
+    """A header's text in a collapsible block titled with its name and line count."""
+    text = path.read_text(encoding="utf-8")
+    page.code(text, f"{path.name} ({len(text.splitlines())} lines)")
+
+
+def _validation_section(page: _Page, folder: Path) -> None:
+    """The validation run's summary and figures, when there is one."""
+    validation = folder / "validation" / "summary.json"
+    if not validation.exists():
+        return
+    page.heading("Validation")
+    summary = json.loads(validation.read_text())
+    page.table(_validation_rows(summary))
+    for path in _png_files(validation.parent):
+        page.figure(path.read_bytes(), f"validation: {path.stem.replace('_', ' ')}")
+
+
+def _merge_section(page: _Page, folder: Path) -> None:
+    """The merge with the expert, when there is one: what was kept, the validation before and
+    after side by side, their figures and the merged header."""
     merge = folder / "merge" / "summary.json"
-    if merge.exists():
-        page.heading("Merge with the expert")
-        summary = json.loads(merge.read_text())
-        page.table(
+    if not merge.exists():
+        return
+    page.heading("Merge with the expert")
+    summary = json.loads(merge.read_text())
+    page.table(
+        {
+            "expert": summary.get("expert"),
+            "kept tuned / expert": f"{summary['kept_tuned']} / {summary['kept_expert']}",
+            "merged header": summary.get("header"),
+            "tree": {k: v for k, v in summary.get("tree", {}).items() if k != "depth_sweep"},
+            "tree agrees with the decisions": f"{100 * summary['tree_agreement']:.1f}%",
+            "verification": summary.get("verification"),
+        }
+    )
+    before, after = (_validation_rows(summary[label]) for label in ("before", "after"))
+    page.table(
+        pd.DataFrame(
             {
-                "expert": summary.get("expert"),
-                "kept tuned / expert": f"{summary['kept_tuned']} / {summary['kept_expert']}",
-                "merged header": summary.get("header"),
-                "tree": {k: v for k, v in summary.get("tree", {}).items() if k != "depth_sweep"},
-                "tree agrees with the decisions": f"{100 * summary['tree_agreement']:.1f}%",
-                "verification": summary.get("verification"),
+                "measure": list(before),
+                "before merge": [_text(v) for v in before.values()],
+                "after merge": [_text(after[k]) for k in before],
             }
         )
-        before, after = (_validation_rows(summary[label]) for label in ("before", "after"))
-        page.table(
-            pd.DataFrame(
-                {
-                    "measure": list(before),
-                    "before merge": [_text(v) for v in before.values()],
-                    "after merge": [_text(after[k]) for k in before],
-                }
-            )
-        )
-        for label in ("before", "after"):
-            for path in _png_files(merge.parent / label):
-                page.figure(path.read_bytes(), f"merge, {label}: {path.stem.replace('_', ' ')}")
-        merged_header = folder / str(summary.get("header", ""))
-        if merged_header.is_file():
-            text = merged_header.read_text(encoding="utf-8")
-            page.code(text, f"{merged_header.name} ({len(text.splitlines())} lines)")
+    )
+    for label in ("before", "after"):
+        for path in _png_files(merge.parent / label):
+            page.figure(path.read_bytes(), f"merge, {label}: {path.stem.replace('_', ' ')}")
+    merged_header = folder / str(summary.get("header", ""))
+    if merged_header.is_file():
+        _header_code(page, merged_header)
+
+
+def build_report(directory: str | Path, *, folds: int = DEFAULT_FOLDS) -> tuple[str, list[str]]:
+    """The HTML text and the captions of its figures."""
+    campaign = Campaign.open(directory)
+    folder = campaign.directory
+    page = _Page()
+    page.paragraph(
+        f"Campaign directory {folder.resolve()}; report written "
+        f"{time.strftime('%Y-%m-%d %H:%M:%S')} by mlkaps_gpu {__version__}.",
+        "note",
+    )
+    _configuration_section(page, campaign)
+    table = campaign.store.load()
+    _samples_section(page, campaign, table)
+    _accuracy_section(page, campaign, table, folds)
+    _optima_section(page, campaign)
+    _tree_section(page, campaign)
+    _validation_section(page, folder)
+    _merge_section(page, folder)
     campaign.setup.executor.close()
     return page.render(f"mlkaps-gpu campaign report: {campaign.config.name}"), page.figures
 

@@ -66,6 +66,35 @@ def test_report_of_a_tuned_campaign_has_an_inline_png_per_figure(
     assert 'src="http' not in text and "<script" not in text  # self-contained
 
 
+def test_page_template_escapes_every_text() -> None:
+    import importlib.resources
+
+    import pandas as pd
+
+    template = importlib.resources.files("mlkaps_gpu.validation") / "templates/report.html.j2"
+    assert template.is_file()  # shipped as package data
+    page = _report._Page()
+    page.paragraph("a < b & c", "note")
+    page.heading("<h>")
+    page.table({"<k>": "<v>", "x": 0.123456})
+    page.table(pd.DataFrame({"<c>": ["<x>", 1.23456]}))
+    page.figure(PNG, 'say "hi" <now>')
+    page.code("#include <math.h>", "<s>")
+    text = page.render("<title>")
+    for raw in ("<h>", "<k>", "<v>", "<c>", "<x>", "<s>", "<now>", "<math.h>", "<title><"):
+        assert raw not in text
+    assert '<p class="note">a &lt; b &amp; c</p>' in text
+    assert "<h1>&lt;title&gt;</h1>" in text and "<h2>&lt;h&gt;</h2>" in text
+    assert "<th>&lt;k&gt;</th><td>&lt;v&gt;</td>" in text and "<td>0.1235</td>" in text
+    assert (
+        "<th>&lt;c&gt;</th>" in text and "<td>&lt;x&gt;</td>" in text and "<td>1.235</td>" in text
+    )
+    assert images(text) == [PNG] and page.figures == ['say "hi" <now>']
+    assert (
+        "<details><summary>&lt;s&gt;</summary><pre>#include &lt;math.h&gt;</pre></details>" in text
+    )
+
+
 def test_report_shows_validation_and_merge_figures(campaign: Campaign, tmp_path: Path) -> None:
     expert = FixedConfiguration(campaign.space, REFERENCE)
     before = validate(campaign, expert, sizes={"n": 6}, repeats=5)
