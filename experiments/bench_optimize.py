@@ -11,9 +11,12 @@ design parameters (constraints involving the inputs), optimized on a 46 x 46 inp
 (c) exhaustive prediction of every valid configuration at every point (the true optimum of the
     surrogate).
 
-Each method runs in its own process so that its peak memory (max RSS) is its own.
+Each method runs in its own process so that its peak memory (max RSS) is its own. The surrogate
+predicts through the project's path (the compiled engine, ``--engine project``), through
+LightGBM's ``predict`` only (``--engine lightgbm``), or (a) runs with both in the same run
+(``--engine both``, the default) so that the two batched rows compare on the same machine state.
 
-    python experiments/bench_optimize.py [--subset 40]
+    python experiments/bench_optimize.py [--subset 40] [--engine both] [--out FILE.md]
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import multiprocessing
 import resource
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -30,6 +34,9 @@ import pandas as pd
 
 from mlkaps_gpu.space import Parameter, Space
 from mlkaps_gpu.surrogate import LightGBMSurrogate
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _provenance import header, load_average, provenance  # noqa: E402
 
 POPULATION, GENERATIONS, GRID = 32, 40, 46
 
@@ -65,12 +72,15 @@ def objective(rows: pd.DataFrame, rng: np.random.Generator) -> np.ndarray:
     return (1.0 + cost) * (0.05 + work) * rng.lognormal(0, 0.03, len(rows))
 
 
-def build_surrogate(seed: int = 0) -> tuple[Space, LightGBMSurrogate]:
+def build_surrogate(seed: int = 0, engine: str = "auto") -> tuple[Space, LightGBMSurrogate]:
     space = make_space()
     rng = np.random.default_rng(seed)
     rows = space.sample_valid(4000, rng)
     model = LightGBMSurrogate(
-        categorical_features=space.categorical_features, n_estimators=500, log_target=True
+        categorical_features=space.categorical_features,
+        n_estimators=500,
+        log_target=True,
+        engine=engine,  # type: ignore[arg-type]
     ).fit(space.features(rows), objective(rows, rng))
     return space, model
 
@@ -91,10 +101,41 @@ class _TimedModel:
         return out
 
 
-def run_batched(queue: Any) -> None:
+def _engine(name: str) -> str:
+    return "lightgbm" if name == "lightgbm" else "auto"
+
+
+def _use_batched_of(revision: str) -> None:
+    """Make ``GridOptimizer`` run the batched NSGA-II of an earlier commit (this process only)."""
+    import importlib.util
+    import subprocess
+    import tempfile
+
+    import mlkaps_gpu.optimize._grid as grid_module
+
+    source = subprocess.run(
+        ["git", "show", f"{revision}:mlkaps_gpu/optimize/_batched.py"],
+        cwd=Path(__file__).resolve().parent.parent,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    path = Path(tempfile.mkdtemp()) / "baseline_batched.py"
+    path.write_text(source, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location("baseline_batched", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["baseline_batched"] = module
+    spec.loader.exec_module(module)
+    grid_module.BatchedNSGA2 = module.BatchedNSGA2  # type: ignore[misc]
+
+
+def run_batched(queue: Any, engine: str, baseline: str = "") -> None:
     from mlkaps_gpu.optimize import GridOptimizer
 
-    space, model = build_surrogate()
+    if baseline:
+        _use_batched_of(baseline)
+    space, model = build_surrogate(engine=_engine(engine))
     grid = space.grid(GRID)
     timed = _TimedModel(model)
     started = time.perf_counter()
@@ -104,7 +145,7 @@ def run_batched(queue: Any) -> None:
     seconds = time.perf_counter() - started
     queue.put(
         {
-            "method": "batched",
+            "method": f"batched ({engine}{', code of ' + baseline if baseline else ''})",
             "seconds": seconds,
             "predict_seconds": timed.seconds,
             "predictions": timed.rows,
@@ -115,10 +156,10 @@ def run_batched(queue: Any) -> None:
     )
 
 
-def run_exhaustive(queue: Any) -> None:
+def run_exhaustive(queue: Any, engine: str) -> None:
     from mlkaps_gpu.optimize import GridOptimizer
 
-    space, model = build_surrogate()
+    space, model = build_surrogate(engine=_engine(engine))
     grid = space.grid(GRID)
     timed = _TimedModel(model)
     started = time.perf_counter()
@@ -137,14 +178,14 @@ def run_exhaustive(queue: Any) -> None:
     )
 
 
-def run_per_point(queue: Any, subset: np.ndarray) -> None:
+def run_per_point(queue: Any, subset: np.ndarray, engine: str) -> None:
     """pymoo MixedVariableGA per grid point (the MLKAPS loop), on a subset of points."""
     from pymoo.core.mixed import MixedVariableGA
     from pymoo.core.problem import Problem
     from pymoo.core.variable import Choice, Integer
     from pymoo.optimize import minimize
 
-    space, model = build_surrogate()
+    space, model = build_surrogate(engine=_engine(engine))
     grid = space.grid(GRID).iloc[subset].reset_index(drop=True)
     timed = _TimedModel(model)
 
@@ -210,58 +251,95 @@ def _in_process(target: Any, *args: Any) -> dict[str, Any]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--subset", type=int, default=40, help="grid points for the (b) loop")
+    parser.add_argument(
+        "--engine",
+        choices=("both", "project", "lightgbm"),
+        default="both",
+        help="the surrogate's prediction path; both: (a) with each, (b) and (c) with project",
+    )
+    parser.add_argument("--out", type=Path, default=None, help="also write the report here")
+    parser.add_argument(
+        "--baseline",
+        default="",
+        metavar="REVISION",
+        help="also run (a) with the batched NSGA-II of this commit, predicting with LightGBM",
+    )
     args = parser.parse_args()
+    lines = provenance()
+    engines = ["project", "lightgbm"] if args.engine == "both" else [args.engine]
     n_points = GRID * GRID
     subset = np.sort(np.random.default_rng(7).choice(n_points, size=args.subset, replace=False))
-    exhaustive = _in_process(run_exhaustive)
-    batched = _in_process(run_batched)
-    per_point = _in_process(run_per_point, subset)
+    exhaustive = _in_process(run_exhaustive, engines[0])
+    batched = [_in_process(run_batched, engine) for engine in engines]
+    if args.baseline:
+        batched.append(_in_process(run_batched, "lightgbm", args.baseline))
+    per_point = _in_process(run_per_point, subset, engines[0])
+    lines.append(f"load average at end: {load_average()}")
+    report = header(lines, markdown=True) + _report(exhaustive, batched, per_point, subset)
+    print(report)
+    if args.out is not None:
+        args.out.write_text(report, encoding="utf-8")
+    return 0
+
+
+def _gaps(values: np.ndarray, reference: np.ndarray) -> np.ndarray:
+    return (values - reference) / np.abs(reference)
+
+
+def _report(
+    exhaustive: dict[str, Any],
+    batched: list[dict[str, Any]],
+    per_point: dict[str, Any],
+    subset: np.ndarray,
+) -> str:
     truth = exhaustive["values"]
-
-    def gaps(values: np.ndarray, reference: np.ndarray) -> np.ndarray:
-        return (values - reference) / np.abs(reference)
-
-    gap_batched = gaps(batched["values"], truth)
-    gap_batched_subset = gap_batched[subset]
-    gap_loop = gaps(per_point["values"], truth[subset])
-    loop_full = per_point["seconds"] / args.subset * n_points
-    print(
-        f"grid {GRID}x{GRID} = {n_points} points; population {POPULATION}, "
-        f"generations <= {GENERATIONS}; design space {make_space().design_product} "
-        "configurations\n"
-    )
-    print(
+    n_points = GRID * GRID
+    gap_loop = _gaps(per_point["values"], truth[subset])
+    loop_full = per_point["seconds"] / len(subset) * n_points
+    out = [
+        f"grid {GRID}x{GRID} = {n_points} points; population {POPULATION}, generations <= "
+        f"{GENERATIONS}; design space {make_space().design_product} configurations; (b) and "
+        "(c) predict through the first engine of (a)\n",
         "| method | wall s (full grid) | share in predict | predicted rows | peak MB | "
-        "median gap | worst gap |"
-    )
-    print("|---|---|---|---|---|---|---|")
-    print(
-        f"| (a) batched NSGA-II | {batched['seconds']:.1f} | "
-        f"{batched['predict_seconds'] / batched['seconds']:.0%} | {batched['predictions']} | "
-        f"{batched['peak_mb']:.0f} | {np.median(gap_batched):.3%} | {gap_batched.max():.2%} |"
-    )
-    print(
-        f"| (b) per-point MixedVariableGA ({args.subset} points, extrapolated) | "
+        "median gap | worst gap |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for run in batched:
+        gap = _gaps(run["values"], truth)
+        out.append(
+            f"| (a) {run['method']} NSGA-II | {run['seconds']:.1f} | "
+            f"{run['predict_seconds'] / run['seconds']:.0%} | {run['predictions']} | "
+            f"{run['peak_mb']:.0f} | {np.median(gap):.3%} | {gap.max():.2%} |"
+        )
+    out += [
+        f"| (b) per-point MixedVariableGA ({len(subset)} points, extrapolated) | "
         f"{loop_full:.0f} | {per_point['predict_seconds'] / per_point['seconds']:.0%} | "
         f"{per_point['predictions']} (subset) | {per_point['peak_mb']:.0f} | "
-        f"{np.median(gap_loop):.3%} | {gap_loop.max():.2%} |"
-    )
-    print(
+        f"{np.median(gap_loop):.3%} | {gap_loop.max():.2%} |",
         f"| (c) exhaustive | {exhaustive['seconds']:.1f} | "
         f"{exhaustive['predict_seconds'] / exhaustive['seconds']:.0%} | "
-        f"{exhaustive['predictions']} | {exhaustive['peak_mb']:.0f} | 0 | 0 |"
+        f"{exhaustive['predictions']} | {exhaustive['peak_mb']:.0f} | 0 | 0 |",
+        "",
+    ]
+    first = batched[0]
+    gap_first = _gaps(first["values"], truth)
+    out.append(
+        f"speed-up of (a) {first['method']} over (b): {loop_full / first['seconds']:.1f}x; on "
+        f"the same {len(subset)} points: gap (a) median {np.median(gap_first[subset]):.3%}, "
+        f"worst {gap_first[subset].max():.2%}; gap (b) median {np.median(gap_loop):.3%}, "
+        f"worst {gap_loop.max():.2%}"
     )
-    print(
-        f"\nspeed-up of (a) over (b): {loop_full / batched['seconds']:.1f}x; on the same "
-        f"{args.subset} points: gap (a) median {np.median(gap_batched_subset):.3%}, worst "
-        f"{gap_batched_subset.max():.2%}; gap (b) median {np.median(gap_loop):.3%}, worst "
-        f"{gap_loop.max():.2%}"
+    for other in batched[1:]:
+        same = np.array_equal(first["values"], other["values"])
+        out.append(
+            f"(a) {other['method']} / {first['method']}: "
+            f"{other['seconds'] / first['seconds']:.2f}x the wall time; identical optima: {same}"
+        )
+    out.append(
+        f"(a) exact optimum at {np.mean(gap_first <= 1e-12):.1%} of points; every chosen "
+        f"configuration valid: {first['valid']}"
     )
-    print(
-        f"(a) exact optimum at {np.mean(gap_batched <= 1e-12):.1%} of points; every chosen "
-        f"configuration valid: {batched['valid']}"
-    )
-    return 0
+    return "\n".join(out) + "\n"
 
 
 if __name__ == "__main__":

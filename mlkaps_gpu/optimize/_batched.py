@@ -273,7 +273,9 @@ class BatchedNSGA2:
         children = self._offspring(state, active, rng)
         children = self._repair(context, child_points, children, rng)
         child_keys = self._keys(child_points, children)
-        child_values = self._child_values(predict, context, state, active, result, children)
+        child_values = self._child_values(
+            predict, context, state, active, result, (child_points, children, child_keys)
+        )
         child_values = child_values.reshape(len(active), n, -1)
         children = children.reshape(len(active), n, n_design)
         if child_values.shape[2] > 1:
@@ -308,15 +310,13 @@ class BatchedNSGA2:
         state: _Populations,
         active: np.ndarray,
         result: BatchedResult,
-        children: np.ndarray,
+        offspring: tuple[np.ndarray, np.ndarray, np.ndarray],
     ) -> np.ndarray:
-        """Objective values of the children: a parent's where a child equals a parent of its
-        point, the surrogate's for the others."""
-        n = self.population
-        child_points = np.repeat(state.points[active], n)
+        """Objective values of the children (their points, codes and keys): a parent's where a
+        child equals a parent of its point, the surrogate's for the others."""
+        child_points, children, child_keys = offspring
         parent_keys = state.keys[active].ravel()
         parent_values = state.values[active].reshape(len(parent_keys), -1)
-        child_keys = self._keys(child_points, children)
         order = np.argsort(parent_keys, kind="stable")
         slot = np.minimum(np.searchsorted(parent_keys[order], child_keys), len(order) - 1)
         known = parent_keys[order[slot]] == child_keys
@@ -325,7 +325,7 @@ class BatchedNSGA2:
         fresh = ~known
         if fresh.any():
             values[fresh] = self._evaluate(
-                predict, context, child_points[fresh], children[fresh], result
+                predict, context, child_points[fresh], children[fresh], result, child_keys[fresh]
             )
         return values
 
@@ -390,10 +390,11 @@ class BatchedNSGA2:
         points: np.ndarray,
         codes: np.ndarray,
         result: BatchedResult,
+        keys: np.ndarray | None = None,
     ) -> np.ndarray:
         """Objective values of (point, codes) rows: each distinct row predicted once, the rows
         sent in key order, that is grouped by point (LightGBM predicts such rows faster)."""
-        keys = self._keys(points, codes)
+        keys = self._keys(points, codes) if keys is None else keys
         unique, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
         features = self._features(context.input_features[points[first]], codes[first])
         started = time.perf_counter()

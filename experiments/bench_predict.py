@@ -1,0 +1,261 @@
+"""Surrogate prediction throughput: LightGBM's ``predict``, the project's path, the optimizers.
+
+Two models: the convolution replay campaign's (300 trees, 11 features; the campaign is tuned
+into a temporary folder unless ``--campaign`` names a finished one) and the synthetic model of
+``bench_optimize.py`` (500 trees, 8 features). Per model and thread count (1, 2):
+
+- ``lightgbm``: ``Booster.predict`` through ``LightGBMSurrogate(engine="lightgbm")``;
+- ``project``: ``LightGBMSurrogate.predict`` as every stage calls it (the compiled engine of
+  ``mlkaps_gpu/surrogate/_compiled.py`` where it builds);
+
+on batches of 1e3, 1e4 and 1e5 valid (input, configuration) rows in random order, repeats
+interleaved (lightgbm, project, lightgbm, ...), the median rows/s reported with the spread; and
+
+- ``optimizer_exhaustive`` / ``optimizer_nsga2``: ``GridOptimizer`` (population 40, 40
+  generations) at 5 and 500 grid points (``batch_rows`` holds the points), rows/s = rows predicted
+  / optimizer wall time, ``share_in_predict`` = time inside ``predict`` / wall. The replay grid has
+  5 points (the GPUs); its 500 are those 5 each repeated 100 times (independent runs).
+
+``vs_lightgbm``: rows/s over LightGBM's at the same batch and threads (optimizer rows: over
+LightGBM's at 1e4 rows); ``max_rel_diff``: largest relative difference to LightGBM's prediction
+of the same rows (optimizer rows: of the optima the optimizer returned).
+
+    python experiments/bench_predict.py --quick --csv out.csv
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _provenance import header, load_average, provenance  # noqa: E402
+from bench_optimize import build_surrogate  # noqa: E402
+
+from mlkaps_gpu.campaign import Campaign  # noqa: E402
+from mlkaps_gpu.optimize import GridOptimizer  # noqa: E402
+from mlkaps_gpu.space import Space  # noqa: E402
+from mlkaps_gpu.surrogate import LightGBMSurrogate, Surrogate  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+COLUMNS = [
+    "model",
+    "path",
+    "threads",
+    "batch_rows",
+    "rows_per_s",
+    "vs_lightgbm",
+    "max_rel_diff",
+    "share_in_predict",
+]
+SIZES = (1_000, 10_000, 100_000)
+
+
+def max_relative_difference(a: np.ndarray, b: np.ndarray) -> float:
+    scale = np.maximum(np.abs(a), np.abs(b))
+    safe = np.where(scale > 0, scale, 1.0)
+    return float(np.max(np.abs(a - b) / safe)) if len(a) else 0.0
+
+
+class TimedSurrogate(Surrogate):
+    """Counts the rows and the time inside ``predict`` of a wrapped surrogate."""
+
+    def __init__(self, model: Surrogate) -> None:
+        self.model, self.seconds, self.rows = model, 0.0, 0
+
+    def _fit(self, features: np.ndarray, target: np.ndarray) -> None:
+        raise AssertionError("not fitted here")
+
+    def _predict(self, features: np.ndarray) -> np.ndarray:
+        started = time.perf_counter()
+        out = self.model.predict(features)
+        self.seconds += time.perf_counter() - started
+        self.rows += len(features)
+        return out
+
+
+def replay_model(campaign: Path | None) -> tuple[Space, Callable[..., LightGBMSurrogate], Any]:
+    """The convolution replay campaign's space, model loader and 5-point grid."""
+    if campaign is None:
+        folder = Path(tempfile.mkdtemp(prefix="bench_predict_"))
+        campaign = folder / "convolution"
+        config = ROOT / "experiments" / "configs" / "convolution_replay.toml"
+        command = [sys.executable, "-m", "mlkaps_gpu.cli._main", "-q", "tune", str(config)]
+        subprocess.run([*command, "--out", str(campaign)], check=True)
+    opened = Campaign.open(campaign)
+    path = str(campaign / "models" / "time.txt")
+
+    def load(engine: str, threads: int) -> LightGBMSurrogate:
+        model = LightGBMSurrogate.load(path, log_target=opened.config.surrogate.log_target)
+        model.engine, model.num_threads = engine, threads  # type: ignore[assignment]
+        return model
+
+    return opened.space, load, opened.grid()
+
+
+def synthetic_model() -> tuple[Space, Callable[..., LightGBMSurrogate], Any]:
+    space, fitted = build_surrogate()
+    text = fitted.booster_.model_to_string()
+
+    def load(engine: str, threads: int) -> LightGBMSurrogate:
+        import lightgbm as lgb
+
+        model = LightGBMSurrogate(log_target=True, engine=engine, num_threads=threads)  # type: ignore[arg-type]
+        model.booster_ = lgb.Booster(model_str=text)
+        return model
+
+    return space, load, space.grid({"m": 5, "n": 1})
+
+
+def predict_rows(
+    name: str, space: Space, load: Callable[..., LightGBMSurrogate], repeats: int
+) -> list[dict[str, Any]]:
+    rng = np.random.default_rng(0)
+    features = space.features(space.sample_valid(max(SIZES), rng))
+    rows = []
+    for threads in (1, 2):
+        lightgbm, project = load("lightgbm", threads), load("auto", threads)
+        project.predict(features[:5000])  # builds (or loads) the compiled engine once
+        for size in SIZES:
+            batch = np.ascontiguousarray(features[:size])
+            expected, got = lightgbm.predict(batch), project.predict(batch)
+            seconds: dict[str, list[float]] = {"lightgbm": [], "project": []}
+            for _ in range(repeats):  # interleaved: both see the same machine
+                for path, model in (("lightgbm", lightgbm), ("project", project)):
+                    started = time.perf_counter()
+                    model.predict(batch)
+                    seconds[path].append(time.perf_counter() - started)
+            base = size / statistics.median(seconds["lightgbm"])
+            for path in ("lightgbm", "project"):
+                rate = size / statistics.median(seconds[path])
+                spread = [size / s for s in seconds[path]]
+                rows.append(
+                    {
+                        "model": name,
+                        "path": path,
+                        "threads": threads,
+                        "batch_rows": size,
+                        "rows_per_s": rate,
+                        "vs_lightgbm": rate / base,
+                        "max_rel_diff": max_relative_difference(got, expected)
+                        if path == "project"
+                        else 0.0,
+                        "share_in_predict": float("nan"),
+                        "spread": f"{min(spread):.0f}-{max(spread):.0f}",
+                    }
+                )
+    return rows
+
+
+def optimizer_rows(
+    name: str,
+    space: Space,
+    load: Callable[..., LightGBMSurrogate],
+    small_grid: pd.DataFrame,
+    large_grid: pd.DataFrame,
+    lightgbm_rate: float,
+) -> list[dict[str, Any]]:
+    rows = []
+    for method in ("exhaustive", "nsga2"):
+        for grid in (small_grid, large_grid):
+            model = load("auto", 1)
+            model.predict(space.features(space.sample_valid(3000, np.random.default_rng(1))))
+            timed = TimedSurrogate(model)
+            optimizer = GridOptimizer(space, method=method, population=40, generations=40)
+            started = time.perf_counter()
+            optima = optimizer.run([timed], grid)
+            wall = time.perf_counter() - started
+            reference = load("lightgbm", 1).predict(space.features(optima[space.names]))
+            rate = timed.rows / wall
+            rows.append(
+                {
+                    "model": name,
+                    "path": f"optimizer_{method}",
+                    "threads": 1,
+                    "batch_rows": len(grid),
+                    "rows_per_s": rate,
+                    "vs_lightgbm": rate / lightgbm_rate,
+                    "max_rel_diff": max_relative_difference(
+                        optima["predicted_time"].to_numpy(), reference
+                    ),
+                    "share_in_predict": timed.seconds / wall,
+                    "spread": f"wall {wall:.2f} s",
+                }
+            )
+    return rows
+
+
+def run_model(
+    name: str,
+    model: tuple[Space, Callable[..., LightGBMSurrogate], Any],
+    large: pd.DataFrame,
+    repeats: int,
+) -> list[dict[str, Any]]:
+    space, load, small = model
+    rows = predict_rows(name, space, load, repeats)
+    base = next(
+        r["rows_per_s"]
+        for r in rows
+        if r["path"] == "lightgbm" and r["threads"] == 1 and r["batch_rows"] == 10_000
+    )
+    return rows + optimizer_rows(name, space, load, small, large, base)
+
+
+def markdown(table: pd.DataFrame) -> str:
+    lines = [
+        "| model | path | threads | batch rows (grid points) | rows/s | vs LightGBM | "
+        "max rel diff | share in predict | spread |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in table.itertuples():
+        share = "" if np.isnan(row.share_in_predict) else f"{row.share_in_predict:.0%}"
+        lines.append(
+            f"| {row.model} | {row.path} | {row.threads} | {row.batch_rows} | "
+            f"{row.rows_per_s:,.0f} | {row.vs_lightgbm:.2f} | {row.max_rel_diff:.1e} | "
+            f"{share} | {row.spread} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="3 repeats instead of 7")
+    parser.add_argument("--csv", type=Path, default=None, help="write the table as CSV here")
+    parser.add_argument("--md", type=Path, default=None, help="write the table as markdown here")
+    parser.add_argument("--campaign", type=Path, default=None, help="a finished replay campaign")
+    args = parser.parse_args()
+    lines = provenance()
+    started = time.perf_counter()
+    repeats = 3 if args.quick else 7
+    os.environ.setdefault("MLKAPS_GPU_DATA", str(ROOT.parent / "shared" / "data" / "replay"))
+    replay = replay_model(args.campaign)
+    replay_large = replay[2].loc[np.tile(np.arange(len(replay[2])), 100)].reset_index(drop=True)
+    synthetic = synthetic_model()
+    synthetic_large = synthetic[0].grid({"m": 25, "n": 20})
+    rows = run_model("convolution_replay", replay, replay_large, repeats)
+    rows += run_model("synthetic", synthetic, synthetic_large, repeats)
+    table = pd.DataFrame(rows)
+    lines.append(f"load average at end: {load_average()}")
+    lines.append(f"wall: {time.perf_counter() - started:.0f} s")
+    print(header(lines, markdown=True) + markdown(table))
+    if args.csv is not None:
+        args.csv.write_text(header(lines) + table[COLUMNS].to_csv(index=False, float_format="%.6g"))
+    if args.md is not None:
+        args.md.write_text(header(lines, markdown=True) + markdown(table))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
