@@ -54,6 +54,12 @@ prefix = "demo"
 """
 
 
+#: The fixed default the demo compares the header's choices with (valid at every size shown).
+DEMO_DEFAULT = {"block": 32, "order": "ijk"}
+#: The sizes the demo answers for.
+DEMO_SIZES = (48, 200, 500)
+
+
 @lru_cache(maxsize=4)
 def _operands(n: int) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(n)

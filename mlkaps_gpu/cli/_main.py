@@ -53,6 +53,9 @@ def build_parser(command: str | None = None, *, lazy: bool = False) -> argparse.
     parser.add_argument("--version", action="version", version=f"mlkaps-gpu {__version__}")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bars or summary")
     parser.add_argument(
+        "--json", action="store_true", help="machine-readable output: one JSON object per line"
+    )
+    parser.add_argument(
         "--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"]
     )
     commands = parser.add_subparsers(dest="command", required=True)
@@ -138,7 +141,9 @@ def _one_line(error: BaseException) -> str:
     return " ".join(str(error).split())
 
 
-def _run_campaign(config: Any, out: Path, *, force: bool, quiet: bool) -> int:
+def _run_campaign(
+    config: Any, out: Path, *, force: bool, quiet: bool, as_json: bool = False
+) -> int:
     from mlkaps_gpu.campaign import Campaign
 
     _check_out(out)
@@ -149,13 +154,26 @@ def _run_campaign(config: Any, out: Path, *, force: bool, quiet: bool) -> int:
         summary = campaign.run(progress)
     finally:
         progress.close()
-    if not quiet:
+    seconds = time.perf_counter() - started
+    if as_json:
         for stage, details in summary.items():
-            print(f"{stage}: {json.dumps(details)}")
+            print(json.dumps({"stage": stage, **details}))
         print(
-            f"campaign '{config.name}' done in {time.perf_counter() - started:.1f} s: "
-            f"header {campaign.header_path}"
+            json.dumps(
+                {
+                    "campaign": config.name,
+                    "seconds": round(seconds, 2),
+                    "header": str(campaign.header_path),
+                }
+            )
         )
+    elif not quiet:
+        from mlkaps_gpu.cli._summary import stage_line
+
+        for stage, details in summary.items():
+            print(stage_line(stage, details))
+        print(f"campaign '{config.name}' done in {seconds:.1f} s")
+        print(f"header: {campaign.header_path}")
     return 0
 
 
@@ -174,7 +192,7 @@ def _tune(args: argparse.Namespace) -> int:
     from mlkaps_gpu.campaign import load_config
 
     config = load_config(args.config)
-    return _run_campaign(config, args.out, force=args.force, quiet=args.quiet)
+    return _run_campaign(config, args.out, force=args.force, quiet=args.quiet, as_json=args.json)
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -192,16 +210,34 @@ def _demo(args: argparse.Namespace) -> int:
         path = Path(folder) / "demo.toml"
         path.write_text(text, encoding="utf-8")
         config = parse_config(text, path=path, label="demo.toml")
-    if not args.quiet:
+    if not args.quiet and not args.json:
         print(f"demo: tuning a blocked NumPy matrix product into {args.out}/")
-    code = _run_campaign(config, args.out, force=False, quiet=args.quiet)
+    code = _run_campaign(config, args.out, force=False, quiet=args.quiet, as_json=args.json)
     if code == 0 and not args.quiet:
-        from mlkaps_gpu.cli._select import select_with_header
-
-        for n in (48, 200, 500):
-            answer = select_with_header(args.out, {"n": str(n)})
-            print(f"select n={n}: {json.dumps(answer)}")
+        _demo_gains(args.out, as_json=args.json)
     return code
+
+
+def _demo_gains(out: Path, *, as_json: bool) -> None:
+    """The header's answers at the demo sizes, their measured speed-up over a fixed default,
+    and the campaign report with its figures."""
+    from mlkaps_gpu.cli._demo import DEMO_DEFAULT, DEMO_SIZES
+    from mlkaps_gpu.cli._demo_speedup import describe, measured_speedups
+    from mlkaps_gpu.cli._select import select_with_header
+    from mlkaps_gpu.validation import write_report
+
+    answers = [select_with_header(out, {"n": str(n)}) for n in DEMO_SIZES]
+    rows = measured_speedups(out, answers, DEMO_DEFAULT, DEMO_SIZES)
+    report = write_report(out)
+    if as_json:
+        print(json.dumps({"speedups": rows, "default": DEMO_DEFAULT, "report": str(report)}))
+        return
+    for n, answer in zip(DEMO_SIZES, answers, strict=True):
+        shown = ", ".join(f"{k}={v}" for k, v in answer.items())
+        print(f"select n={n}: {shown}")
+    for line in describe(rows, DEMO_DEFAULT):
+        print(line)
+    print(f"report with figures: {report}")
 
 
 def _select(args: argparse.Namespace) -> int:
