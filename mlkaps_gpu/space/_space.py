@@ -10,6 +10,7 @@ otherwise sampling falls back to rejection and repair to a local search.
 from __future__ import annotations
 
 import itertools
+import math
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
@@ -35,6 +36,13 @@ _REJECTION_PER_ROW = 1024
 _REDRAW_ROUNDS = 10
 #: Most candidates one Chebyshev ring of a non-enumerated space is searched with.
 _RING_LIMIT = 1 << 20
+#: Most design configurations a space may have: every configuration is indexed by an integer
+#: that must stay exact in float64 (2**53) ...
+MAX_DESIGN_CONFIGURATIONS = 2**53
+#: ... and grid point x configuration keys of the optimizer must fit in int64 with room to spare.
+MAX_GRID_KEYS = 2**62
+#: Rejection rounds when drawing inputs that satisfy the constraints on inputs only.
+_INPUT_ROUNDS = 1000
 
 
 class Space:
@@ -71,11 +79,32 @@ class Space:
         self.input_names = [p.name for p in self.inputs]
         self.design_names = [p.name for p in self.design]
         self.names = [*self.input_names, *self.design_names]
-        mentioned = set().union(*(c.names for c in self.constraints)) if self.constraints else set()
+        inputs_only = set(self.input_names)
+        #: constraints on inputs only (``n2 <= n1``): they restrict the input domain (sampling,
+        #: grids, the header's domain check), never the choice of a design
+        self.input_constraints = [c for c in self.constraints if c.names and c.names <= inputs_only]
+        #: constraints that involve a design parameter (or none: a constant)
+        self.design_constraints = [c for c in self.constraints if c not in self.input_constraints]
+        mentioned = set().union(*(c.names for c in self.constraints))
         #: inputs that some constraint mentions: the valid design set depends on these only
         self.constrained_inputs = [n for n in self.input_names if n in mentioned]
+        by_design = set().union(*(c.names for c in self.design_constraints))
+        #: inputs of constraints that involve a design parameter: the valid designs of a point
+        #: inside the input domain are a mask over the product that depends on these only
+        self.mask_inputs = [n for n in self.input_names if n in by_design]
+        domain = set().union(*(c.names for c in self.input_constraints))
+        #: inputs of the constraints on inputs only: outside the domain these leave, an input
+        #: point has no valid design at all
+        self.domain_inputs = [n for n in self.input_names if n in domain]
         self.design_sizes = np.array([p.n_values for p in self.design], dtype=np.int64)
-        self.design_product = int(np.prod(self.design_sizes.astype(float)))
+        self.design_product = math.prod(int(p.n_values) for p in self.design)
+        if self.design_product > MAX_DESIGN_CONFIGURATIONS:
+            raise SpaceError(
+                f"the design space has {self.design_product:.3e} configurations "
+                f"({' x '.join(str(p.n_values) for p in self.design)} values), more than "
+                f"2**53 = {MAX_DESIGN_CONFIGURATIONS:,}, the most that are indexed exactly; "
+                "give fewer design parameters or fewer values"
+            )
         self.enumerate_limit = enumerate_limit
         self._product_codes: np.ndarray | None = None
         self._product_columns: dict[str, np.ndarray] | None = None
@@ -121,7 +150,7 @@ class Space:
         """Whether the valid design set is found by enumeration (else by rejection)."""
         if self.design_product > self.enumerate_limit:
             return False
-        return not self.constrained_inputs or self.design_product <= PER_INPUT_ENUMERATE_LIMIT
+        return not self.mask_inputs or self.design_product <= PER_INPUT_ENUMERATE_LIMIT
 
     # ----------------------------------------------------------------------------- columns
     def columns(self, table: pd.DataFrame) -> dict[str, np.ndarray]:
@@ -140,7 +169,7 @@ class Space:
 
     def satisfies_constraints(self, table: pd.DataFrame) -> np.ndarray:
         """Which rows satisfy every constraint (domains are not checked)."""
-        return self._satisfies(self.columns(table), len(table))
+        return self._satisfies(self.columns(table), len(table), self.constraints)
 
     def is_valid(self, table: pd.DataFrame) -> np.ndarray:
         """Which rows have every value in its domain and satisfy every constraint."""
@@ -235,19 +264,28 @@ class Space:
                 f"design space of {self.design_product} configurations is not enumerated"
             )
         input_values = input_values or {}
-        key = tuple(_scalar(input_values[n]) for n in self.constrained_inputs)
+        if self.input_constraints and all(n in input_values for n in self.domain_inputs):
+            point = {
+                n: _scalar(input_values[n])
+                if self.parameters[n].kind == "categorical"
+                else np.float64(input_values[n])
+                for n in self.domain_inputs
+            }
+            if not self._satisfies(point, 1, self.input_constraints)[0]:
+                return np.zeros((0, len(self.design)), dtype=np.int32)
+        key = tuple(_scalar(input_values[n]) for n in self.mask_inputs)
         cached = self._valid_cache.get(key)
         if cached is not None:
             self._valid_cache.move_to_end(key)
             return cached
         codes, columns = self._product()
         scope: dict[str, Any] = dict(columns)
-        for name in self.constrained_inputs:
+        for name in self.mask_inputs:
             value = input_values[name]
             categorical = self.parameters[name].kind == "categorical"
             scope[name] = value if categorical else np.float64(value)
         mask = np.ones(len(codes), dtype=bool)
-        for constraint in self.constraints:
+        for constraint in self.design_constraints:
             mask &= constraint.evaluate(scope, len(codes))
         valid = codes[mask]
         self._valid_cache[key] = valid
@@ -257,23 +295,48 @@ class Space:
 
     def _groups(self, inputs: pd.DataFrame) -> list[tuple[dict[str, Any], np.ndarray]]:
         """Rows grouped by the values of the constrained inputs: (values, row indices)."""
-        if not self.constrained_inputs:
+        names = self.constrained_inputs
+        if not names:
             return [({}, np.arange(len(inputs)))]
-        keys = inputs[self.constrained_inputs]
-        grouped = keys.groupby(self.constrained_inputs, sort=False, dropna=False).indices
+        keys = inputs[names]
+        grouped = keys.groupby(names, sort=False, dropna=False).indices
         groups = []
         for key, rows in grouped.items():
             values = key if isinstance(key, tuple) else (key,)
-            groups.append((dict(zip(self.constrained_inputs, values, strict=True)), rows))
+            groups.append((dict(zip(names, values, strict=True)), rows))
         return groups
 
     # ---------------------------------------------------------------------------- sampling
     def sample_inputs(self, n: int, rng: np.random.Generator) -> pd.DataFrame:
-        """Uniform (log-uniform where ``log``) random input points."""
+        """Uniform (log-uniform where ``log``) random input points; with constraints on inputs
+        only, uniform over the points that satisfy them (rejection)."""
+        table = self._draw_inputs(n, rng)
+        if not self.input_constraints or n == 0:
+            return table
+        accepted = [table[self.satisfies_input_constraints(table)]]
+        count = len(accepted[0])
+        for _ in range(_INPUT_ROUNDS):
+            if count >= n:
+                return pd.concat(accepted, ignore_index=True).head(n)
+            fresh = self._draw_inputs(max(2 * (n - count), 64), rng)
+            fresh = fresh[self.satisfies_input_constraints(fresh)]
+            accepted.append(fresh)
+            count += len(fresh)
+        raise SpaceError(
+            "no input point satisfies the constraints on inputs only: "
+            + "; ".join(c.source for c in self.input_constraints)
+        )
+
+    def _draw_inputs(self, n: int, rng: np.random.Generator) -> pd.DataFrame:
         table = pd.DataFrame(
             {p.name: p.sample(n, rng, discrete=False) for p in self.inputs}, index=range(n)
         )
         return self.apply_fixed(table) if self.fixed_inputs else table
+
+    def satisfies_input_constraints(self, inputs: pd.DataFrame) -> np.ndarray:
+        """Which input rows lie in the input domain the constraints on inputs only leave."""
+        columns = self.columns(inputs)
+        return self._satisfies(columns, len(inputs), self.input_constraints)
 
     def sample_designs(
         self, inputs: pd.DataFrame, rng: np.random.Generator, *, max_rounds: int = 1000
@@ -307,7 +370,7 @@ class Space:
             trial = rng.integers(self.design_sizes, size=(len(owners), len(self.design)))
             scope = {name: column[owners] for name, column in input_columns.items()}
             scope.update(self._design_columns(trial))
-            ok = np.flatnonzero(self._satisfies(scope, len(owners)))
+            ok = np.flatnonzero(self._satisfies(scope, len(owners), self.constraints))
             if len(ok):
                 rows, first = np.unique(owners[ok], return_index=True)
                 codes[rows] = trial[ok[first]]
@@ -324,9 +387,16 @@ class Space:
             out[parameter.name] = values.astype(object if categorical else np.float64)
         return out
 
-    def _satisfies(self, columns: Mapping[str, Any], n_rows: int) -> np.ndarray:
+    def _satisfies(
+        self,
+        columns: Mapping[str, Any],
+        n_rows: int,
+        constraints: Sequence[Constraint] | None = None,
+    ) -> np.ndarray:
+        """Which rows satisfy ``constraints`` (default: those that involve a design parameter;
+        the input domain is the sampler's and the grid's business)."""
         result = np.ones(n_rows, dtype=bool)
-        for constraint in self.constraints:
+        for constraint in self.design_constraints if constraints is None else constraints:
             result &= constraint.evaluate(columns, n_rows)
         return result
 
@@ -340,7 +410,8 @@ class Space:
     def complete_with_valid_designs(
         self, inputs: pd.DataFrame, rng: np.random.Generator, *, max_redraws: int = 100
     ) -> pd.DataFrame:
-        """Add a valid random design to each input row; inputs admitting none are redrawn."""
+        """Add a valid random design to each input row; inputs admitting none, or outside the
+        input domain that constraints on inputs only leave, are redrawn."""
         inputs = inputs[self.input_names].reset_index(drop=True).copy()
         codes, found = self.sample_designs(inputs, rng)
         # new inputs only help when the valid design set depends on them
@@ -380,14 +451,11 @@ class Space:
         input grid corners and random inputs)."""
         if not self.constraints:
             return
-        inputs = pd.concat(
-            [
-                self.grid(2) if self.inputs else pd.DataFrame(index=[0]),
-                self.sample_inputs(trials, rng),
-            ],
-            ignore_index=True,
-        )
-        if not self.inputs:
+        if self.inputs:
+            corners = self._cartesian_grid(2)
+            corners = corners[self.satisfies_input_constraints(corners)]
+            inputs = pd.concat([corners, self.sample_inputs(trials, rng)], ignore_index=True)
+        else:
             inputs = pd.DataFrame(index=range(1))
         _, found = self.sample_designs(inputs, rng, max_rounds=200)
         if not found.any():
@@ -518,7 +586,51 @@ class Space:
     # -------------------------------------------------------------------------------- grids
     def grid(self, sizes: int | Mapping[str, int]) -> pd.DataFrame:
         """Cartesian grid over the inputs: regular, geometric for log parameters, every value
-        of categoricals. ``sizes`` is one size for all inputs or a size per input name."""
+        of categoricals, without the points that constraints on inputs only exclude. ``sizes``
+        is one size for all inputs or a size per input name.
+
+        Raises:
+            SpaceError: unknown inputs, a grid too large to index (see :meth:`check_grid`), or
+                no grid point inside the constrained input domain.
+        """
+        self.check_grid(sizes)
+        table = self._cartesian_grid(sizes)
+        if self.input_constraints:
+            table = table[self.satisfies_input_constraints(table)].reset_index(drop=True)
+            if table.empty:
+                raise SpaceError(
+                    "no grid point satisfies the constraints on inputs only ("
+                    + "; ".join(c.source for c in self.input_constraints)
+                    + "): refine the grid"
+                )
+        return table
+
+    def grid_size(self, sizes: int | Mapping[str, int]) -> int:
+        """Points of the Cartesian grid :meth:`grid` starts from (before any constraint)."""
+        if isinstance(sizes, Mapping):
+            unknown = set(sizes) - set(self.input_names)
+            if unknown:
+                raise SpaceError(f"grid names unknown inputs {sorted(unknown)}")
+        total = 1
+        for parameter in self.inputs:
+            if parameter.name in self.fixed_inputs:
+                continue
+            size = sizes.get(parameter.name, 8) if isinstance(sizes, Mapping) else sizes
+            total *= len(parameter.grid(int(size)))
+        return total
+
+    def check_grid(self, sizes: int | Mapping[str, int]) -> None:
+        """Refuse a grid whose points x design configurations exceed :data:`MAX_GRID_KEYS`
+        (the optimizer keys every (point, configuration) pair with one int64)."""
+        points = self.grid_size(sizes)
+        if points * self.design_product > MAX_GRID_KEYS:
+            raise SpaceError(
+                f"a grid of {points:,} points x {self.design_product:,} design configurations "
+                f"is more than 2**62 (point, configuration) pairs; use a coarser grid or fewer "
+                "design values"
+            )
+
+    def _cartesian_grid(self, sizes: int | Mapping[str, int]) -> pd.DataFrame:
         if isinstance(sizes, Mapping):
             unknown = set(sizes) - set(self.input_names)
             if unknown:

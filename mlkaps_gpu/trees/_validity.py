@@ -174,6 +174,8 @@ class Validity:
         if self.candidates is not None:
             return self.candidates
         sizes = tuple(p.n_values for p in self.constrained_params)
+        if not sizes:  # constraints on inputs only: the one (empty) combination
+            return np.zeros((1, 0), dtype=np.int64)
         return np.indices(sizes).reshape(len(sizes), -1).T.astype(np.int64)
 
     # ---------------------------------------------------------------------------- evaluation

@@ -401,3 +401,98 @@ def test_constrained_inputs_and_features() -> None:
     assert space.categorical_features == [1, 4]
     table = pd.DataFrame({"n": [3], "gpu": ["B"], "tile": [2], "unroll": [1], "variant": ["c"]})
     assert space.features(table).tolist() == [[3.0, 1.0, 2.0, 1.0, 2.0]]
+
+
+# ------------------------------------------------------- configuration counts (int64 keys)
+
+
+def _wide_design(parameters: int, values: int = 4, prefix: str = "p") -> list[Parameter]:
+    return [
+        Parameter(f"{prefix}{i}", "int", values=tuple(range(1, values + 1)))
+        for i in range(parameters)
+    ]
+
+
+@pytest.mark.parametrize(
+    "design",
+    [
+        _wide_design(27),  # 4**27 = 2**54
+        _wide_design(64, 2) + _wide_design(1, 3, "q"),  # 3 * 2**64: above int64 too
+        [Parameter(f"p{i}", "int", low=1, high=4096) for i in range(6)],  # 2**72
+    ],
+    ids=["2**54", "3*2**64", "2**72"],
+)
+def test_design_space_beyond_2_53_configurations_is_refused(design: list[Parameter]) -> None:
+    with pytest.raises(SpaceError, match=r"configurations .* more than 2\*\*53.*fewer"):
+        Space([Parameter("n", "int", low=1, high=8)], design)
+
+
+def test_grid_beyond_2_62_point_configuration_pairs_is_refused() -> None:
+    space = Space([Parameter("n", "int", low=1, high=100_000)], _wide_design(25))  # 2**50
+    space.check_grid({"n": 4000})  # 4000 * 2**50 < 2**62
+    with pytest.raises(SpaceError, match=r"2\*\*62 .*coarser grid"):
+        space.grid({"n": 5000})
+    assert space.grid_size({"n": 5000}) == 5000
+
+
+def test_optimizer_answers_stay_inside_the_bounds_of_a_2_52_design() -> None:
+    from mlkaps_gpu.optimize import GridOptimizer
+    from mlkaps_gpu.surrogate import LightGBMSurrogate
+
+    space = Space([Parameter("n", "int", low=1, high=100)], _wide_design(26), ["p0 + p1 <= n"])
+    rng = np.random.default_rng(0)
+    table = space.sample_valid(200, rng)
+    target = ((table[space.design_names].to_numpy() - 2.5) ** 2).sum(axis=1)
+    model = LightGBMSurrogate(n_estimators=20).fit(space.features(table), target)
+    optimizer = GridOptimizer(
+        space, objectives=["time"], directions=["minimize"], method="nsga2",
+        population=16, generations=4, seed=0,
+    )  # fmt: skip
+    result = optimizer.run([model], space.grid({"n": 12}))
+    answered = result[result["n_valid"] != 0]
+    assert len(answered) >= 11
+    codes = space.design_codes(answered)
+    assert (codes >= 0).all() and (codes < space.design_sizes).all()
+    assert space.is_valid(answered[space.names]).all()
+
+
+# ------------------------------------------------------------- constraints on inputs only
+
+TRIANGLE_INPUTS = [
+    Parameter("n1", "int", low=16, high=4096, log=True),
+    Parameter("n2", "int", low=16, high=4096, log=True),
+]
+TRIANGLE_DESIGN = [Parameter("block", "int", values=(4, 8, 16, 32, 64, 128))]
+
+
+@pytest.mark.parametrize(
+    "constraints",
+    [["n2 <= n1"], ["n2 <= n1", "block <= n2"], ["n1 * n2 <= 10000"], ["n2 <= n1 // 2"]],
+)
+def test_constraints_on_inputs_only_restrict_the_input_domain(constraints: list[str]) -> None:
+    space = Space(TRIANGLE_INPUTS, TRIANGLE_DESIGN, constraints)
+    assert [c.source for c in space.input_constraints] == [
+        c for c in constraints if "block" not in c
+    ]
+    rng = np.random.default_rng(1)
+    inputs = space.sample_inputs(500, rng)
+    assert len(inputs) == 500 and space.satisfies_input_constraints(inputs).all()
+    rows = space.sample_valid(300, rng)
+    assert space.is_valid(rows).all()
+    grid = space.grid(8)
+    assert 0 < len(grid) < 64 and space.satisfies_input_constraints(grid).all()
+    assert space.enumerable  # a constraint on inputs only does not force per-input masks
+    outside = {"n1": 16, "n2": 4096}
+    assert len(space.valid_design_codes(outside)) == 0
+    inside = {"n1": 64, "n2": 16}
+    assert len(space.valid_design_codes(inside)) > 0
+
+
+def test_unsatisfiable_input_domain_is_refused_clearly() -> None:
+    space = Space(TRIANGLE_INPUTS, TRIANGLE_DESIGN, ["n1 + n2 < 10"])
+    with pytest.raises(SpaceError, match="inputs only: n1 \\+ n2 < 10"):
+        space.sample_inputs(3, np.random.default_rng(0))
+    with pytest.raises(SpaceError, match="no grid point"):
+        space.grid(4)
+    with pytest.raises(SpaceError):
+        space.check_satisfiable(np.random.default_rng(0))
