@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from mlkaps_gpu import __version__
+from mlkaps_gpu.campaign import _ask_tell
 from mlkaps_gpu.campaign._config import CampaignConfig, ConfigError, parse_config
 from mlkaps_gpu.campaign._environment import (
     capture_environment,
@@ -44,6 +45,7 @@ from mlkaps_gpu.campaign._errors import CampaignError
 from mlkaps_gpu.campaign._setup import Setup, prepare
 from mlkaps_gpu.campaign._store import SampleStore
 from mlkaps_gpu.codegen import boundary_inputs, render_header, verify_header
+from mlkaps_gpu.executors import ExternalExecutor
 from mlkaps_gpu.optimize import GridOptimizer
 from mlkaps_gpu.sampling import (
     SAMPLERS,
@@ -242,6 +244,19 @@ class Campaign:
         transfer = self.transfer_samples()
         return pd.concat([transfer, own], ignore_index=True) if len(transfer) else own
 
+    # ------------------------------------------------------------------------ ask / tell
+    def ask(self, n: int | None = None) -> pd.DataFrame:
+        """Configurations to measure with your own loop (:mod:`._ask_tell`)."""
+        return _ask_tell.ask(self, n)
+
+    def tell(self, measurements: pd.DataFrame) -> int:
+        """Store measurements of asked configurations (:mod:`._ask_tell`); returns the count."""
+        return _ask_tell.tell(self, measurements)
+
+    def sampling_complete(self) -> bool:
+        """Whether the sampling budget is spent (nothing more to ask)."""
+        return self.done("sampling") or _ask_tell.remaining(self) == 0
+
     def make_sampler(self) -> Sampler:
         options = self.config.sampling
         if options.method == "ga_adaptive":
@@ -289,6 +304,11 @@ class Campaign:
             )
             log.info("resuming sampling: %d of %d measurements already stored", len(stored), budget)
         done = len(stored)
+        if isinstance(self.setup.executor, ExternalExecutor) and done < budget:
+            raise CampaignError(
+                f"{self.directory}: {done} of {budget} measurements told; the campaign is "
+                'measured outside (executor = "external"): ask and tell the rest first'
+            )
         kernel_seconds = 0.0
         started = time.perf_counter()
         if self.config.execution.backend == "dask":

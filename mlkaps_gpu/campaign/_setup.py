@@ -15,7 +15,13 @@ from mlkaps_gpu.campaign._config import (
     check_space,
     parameters_from_specs,
 )
-from mlkaps_gpu.executors import Executor, ExecutorError, PythonExecutor, ReplayDataError
+from mlkaps_gpu.executors import (
+    Executor,
+    ExecutorError,
+    ExternalExecutor,
+    PythonExecutor,
+    ReplayDataError,
+)
 from mlkaps_gpu.space import Parameter, Space
 
 
@@ -41,6 +47,8 @@ def prepare(config: CampaignConfig) -> Setup:
         executor: Executor = _python_executor(config)
     elif kernel.executor == "command":
         executor = _command_executor(config)
+    elif kernel.executor == "external":
+        executor = ExternalExecutor(tuple(config.objectives))
     elif kernel.executor == "replay":
         executor, replay_inputs, replay_design = _replay_executor(config)
         if design:

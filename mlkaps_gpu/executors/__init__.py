@@ -17,6 +17,7 @@ from mlkaps_gpu.executors._cffi import CffiExecutor, default_cache_dir
 from mlkaps_gpu.executors._command import CommandExecutor
 from mlkaps_gpu.executors._cupy import CupyExecutor, cupy_available
 from mlkaps_gpu.executors._dask import DaskExecutor
+from mlkaps_gpu.executors._external import ExternalExecutor, told_results
 from mlkaps_gpu.executors._kernel_tuner_cache import KernelTunerCache, load_kernel_tuner_cache
 from mlkaps_gpu.executors._kernel_tuner_export import kernel_tuner_cache
 from mlkaps_gpu.executors._python import PythonExecutor
@@ -66,6 +67,7 @@ __all__ = [
     "TIMEOUT",
     "Executor",
     "ExecutorError",
+    "ExternalExecutor",
     "KernelTunerCache",
     "PythonExecutor",
     "ReplayDataError",
@@ -76,4 +78,5 @@ __all__ = [
     "kernel_tuner_cache",
     "load_kernel_tuner_cache",
     "load_replay_csv",
+    "told_results",
 ]

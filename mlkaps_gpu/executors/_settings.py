@@ -36,6 +36,7 @@ KERNEL_KEYS: dict[str, tuple[str, ...]] = {
     "replay": ("files", "format", "objective", "design_columns", "key_suffix", "suffix_keys"),
     "cffi": ("builtin", "options"),
     "cupy": ("builtin", "options"),
+    "external": (),
     "command": (
         "command",
         "repeats",
@@ -54,6 +55,7 @@ REQUIRED_KERNEL_KEYS: dict[str, tuple[str, ...]] = {
     "cffi": ("builtin",),
     "cupy": ("builtin",),
     "command": ("command",),
+    "external": (),
 }
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _FUNCTION = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*")
@@ -84,11 +86,12 @@ def expand_path(value: str, key: str, base: Path) -> Path:
 class KernelSettings(SettingsModel):
     """``[kernel]``: the executor and what it needs."""
 
-    executor: Literal["python", "replay", "cffi", "cupy", "command"] = Field(
+    executor: Literal["python", "replay", "cffi", "cupy", "command", "external"] = Field(
         description=(
             "`python`: a Python function; `replay`: recorded measurements; `cffi`: a shipped C "
             "kernel; `cupy`: a shipped CUDA kernel; `command`: an external program run per "
-            "configuration."
+            "configuration; `external`: measured by your own loop through `Campaign.ask` / "
+            "`Campaign.tell`."
         )
     )
     builtin: str | None = Field(
