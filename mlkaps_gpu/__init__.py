@@ -38,7 +38,21 @@ _PUBLIC = {
     "merge": "mlkaps_gpu.validation",
 }
 
-__all__ = ["__version__", *sorted(_PUBLIC)]
+__all__ = [
+    "Campaign",
+    "CampaignError",
+    "ConfigError",
+    "Parameter",
+    "Selector",
+    "Space",
+    "__version__",
+    "load_config",
+    "merge",
+    "parse_config",
+    "render_header",
+    "tune",
+    "validate",
+]
 
 if TYPE_CHECKING:
     from mlkaps_gpu._api import tune

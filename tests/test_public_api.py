@@ -40,6 +40,7 @@ def test_public_names_resolve_to_their_packages() -> None:
     assert mlkaps_gpu.validate is validate
     assert mlkaps_gpu.merge is merge
     assert set(mlkaps_gpu.__all__) <= set(dir(mlkaps_gpu))
+    assert set(mlkaps_gpu.__all__) == {"__version__", *mlkaps_gpu._PUBLIC}
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         _ = mlkaps_gpu.nope
 

@@ -17,6 +17,7 @@ kind for campaigns measured only this way.
 
 from __future__ import annotations
 
+import weakref
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -29,13 +30,17 @@ if TYPE_CHECKING:
     from mlkaps_gpu.campaign._campaign import Campaign
 
 
+#: Each campaign's sampler, built on the first ask or tell and kept while the campaign lives.
+_SAMPLERS: weakref.WeakKeyDictionary[Campaign, Sampler] = weakref.WeakKeyDictionary()
+
+
 class AskTellError(ValueError):
     """A call of ask / tell that cannot be honoured (the message says what to do)."""
 
 
 def _sampler(campaign: Campaign) -> Sampler:
     """The campaign's sampler, built once and told every stored measurement."""
-    sampler = getattr(campaign, "_ask_tell_sampler", None)
+    sampler = _SAMPLERS.get(campaign)
     if sampler is None:
         sampler = campaign.make_sampler()
         stored = campaign.store.load()
@@ -45,7 +50,7 @@ def _sampler(campaign: Campaign) -> Sampler:
                 stored.drop(columns=campaign.space.names),
                 asks=int(stored["batch"].nunique()),
             )
-        campaign._ask_tell_sampler = sampler
+        _SAMPLERS[campaign] = sampler
     return sampler
 
 

@@ -35,7 +35,7 @@ def _variant(old: str, new: str) -> str:
 CASES = {
     "unknown_type": (
         _variant('n = { type = "int"', 'n = { type = "integer"'),
-        ["[inputs] n.type", "\"integer\"", "must be one of"],
+        ["[inputs] n.type", '"integer"', "must be one of"],
     ),
     "min_greater_than_max": (
         _variant("range = [16, 1024]", "range = [1024, 16]"),
