@@ -91,6 +91,8 @@ class _Populations:
     codes: np.ndarray  # (points, population, design)
     values: np.ndarray  # (points, population, objectives)
     keys: np.ndarray  # (points, population): one integer per (point, configuration)
+    #: copies of an earlier individual of the same population (they never survive twice)
+    repeated: np.ndarray
     rank: np.ndarray
     crowding: np.ndarray
     best: np.ndarray  # best weighted objective so far
@@ -232,18 +234,20 @@ class BatchedNSGA2:
         population = codes[points]
         flat_points = np.repeat(points, n)
         flat_codes = population.reshape(-1, n_design)
-        values = self._evaluate(predict, context, flat_points, flat_codes, result)
+        keys = self._keys(flat_points, flat_codes)
+        values, repeated = self._evaluate(predict, context, flat_points, flat_codes, result, keys)
         n_objectives = values.shape[1]
         self._objectives = n_objectives
         values = values.reshape(len(points), n, n_objectives)
-        keys = self._keys(flat_points, flat_codes).reshape(len(points), n)
-        _, rank, crowding = self._survive(values, keys, rng)
+        repeated = repeated.reshape(len(points), n)
+        _, rank, crowding = self._survive(values, repeated, rng)
         extreme = values.argmin(axis=1)  # (points, objectives)
         return _Populations(
             points=points,
             codes=population,
             values=values,
-            keys=keys,
+            keys=keys.reshape(len(points), n),
+            repeated=repeated,
             rank=rank,
             crowding=crowding,
             best=(values @ self._weights(n_objectives)).min(axis=1),
@@ -269,37 +273,47 @@ class BatchedNSGA2:
     ) -> None:
         """One generation of the active points: offspring, evaluation, survival, convergence."""
         n, n_design = self.population, len(self.space.design)
-        child_points = np.repeat(state.points[active], n)
-        children = self._offspring(state, active, rng)
-        children = self._repair(context, child_points, children, rng)
-        child_keys = self._keys(child_points, children)
-        child_values = self._child_values(
-            predict, context, state, active, result, (child_points, children, child_keys)
+        # every point active (the first generations): views instead of copies
+        take: slice | np.ndarray = slice(None) if len(active) == len(state.points) else active
+        child_points = np.repeat(state.points[take], n)
+        children = self._offspring(state, take, len(active), rng)
+        children, child_keys = self._repair(context, child_points, children, rng)
+        child_values, child_repeated = self._child_values(
+            predict, context, state, take, result, (child_points, children, child_keys)
         )
         child_values = child_values.reshape(len(active), n, -1)
         children = children.reshape(len(active), n, n_design)
         if child_values.shape[2] > 1:
             self._update_archive(state, active, children, child_values)
-        merged_values = np.concatenate([state.values[active], child_values], axis=1)
-        merged_codes = np.concatenate([state.codes[active], children], axis=1)
-        merged_keys = np.concatenate([state.keys[active], child_keys.reshape(len(active), n)], 1)
-        survivors, rank, crowding = self._survive(merged_values, merged_keys, rng)
-        state.codes[active] = _gather(merged_codes, survivors)
-        state.values[active] = _gather(merged_values, survivors)
-        state.keys[active] = _gather(merged_keys, survivors)
-        state.rank[active], state.crowding[active] = rank, crowding
-        self._converge(state, active)
+        merged_values = np.concatenate([state.values[take], child_values], axis=1)
+        merged_codes = np.concatenate([state.codes[take], children], axis=1)
+        merged_keys = np.concatenate([state.keys[take], child_keys.reshape(len(active), n)], 1)
+        merged_repeated = np.concatenate(
+            [state.repeated[take], child_repeated.reshape(len(active), n)], axis=1
+        )
+        survivors, rank, crowding = self._survive(merged_values, merged_repeated, rng)
+        state.codes[take] = _gather(merged_codes, survivors)
+        state.values[take] = _gather(merged_values, survivors)
+        state.keys[take] = _gather(merged_keys, survivors)
+        state.repeated[take] = _gather(merged_repeated, survivors)
+        if not self._sorted_by_rank:  # one objective: rank is position, crowding zero, always
+            state.rank[take], state.crowding[take] = rank, crowding
+        self._converge(state, take)
 
     def _offspring(
-        self, state: _Populations, active: np.ndarray, rng: np.random.Generator
+        self,
+        state: _Populations,
+        take: slice | np.ndarray,
+        n_active: int,
+        rng: np.random.Generator,
     ) -> np.ndarray:
         """Tournament, SBX and polynomial mutation, rounded to codes: ``(active * n, design)``."""
         n, n_design = self.population, len(self.space.design)
-        parents = self._tournament(state.rank[active], state.crowding[active], rng)
-        mates = _gather(state.codes[active], parents)
-        pairs = mates.reshape(len(active) * n // 2, 2, n_design).transpose(1, 0, 2)
+        parents = self._tournament(state.rank[take], state.crowding[take], rng)
+        mates = _gather(state.codes[take], parents)
+        pairs = mates.reshape(n_active * n // 2, 2, n_design).transpose(1, 0, 2)
         children = simulated_binary_crossover(pairs, self._upper, rng)
-        children = children.transpose(1, 0, 2).reshape(len(active) * n, n_design)
+        children = children.transpose(1, 0, 2).reshape(n_active * n, n_design)
         children = polynomial_mutation(children, self._upper, rng)
         return np.rint(children).astype(np.int64)  # inside [0, upper]: no clipping needed
 
@@ -308,26 +322,30 @@ class BatchedNSGA2:
         predict: Predict,
         context: _Grid,
         state: _Populations,
-        active: np.ndarray,
+        take: slice | np.ndarray,
         result: BatchedResult,
         offspring: tuple[np.ndarray, np.ndarray, np.ndarray],
-    ) -> np.ndarray:
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Objective values of the children (their points, codes and keys): a parent's where a
-        child equals a parent of its point, the surrogate's for the others."""
+        child equals a parent of its point, the surrogate's for the others; and which children
+        repeat a parent or an earlier child."""
         child_points, children, child_keys = offspring
-        parent_keys = state.keys[active].ravel()
-        parent_values = state.values[active].reshape(len(parent_keys), -1)
-        order = np.argsort(parent_keys, kind="stable")
-        slot = np.minimum(np.searchsorted(parent_keys[order], child_keys), len(order) - 1)
-        known = parent_keys[order[slot]] == child_keys
+        parent_keys = state.keys[take]
+        n_active, n = parent_keys.shape
+        # each child against its own point's parents: (points, children, parents)
+        equal = child_keys.reshape(n_active, n, 1) == parent_keys[:, None, :]
+        known = equal.any(axis=2).ravel()
+        parent = (np.arange(n_active)[:, None] * n + equal.argmax(axis=2)).ravel()
+        parent_values = state.values[take].reshape(n_active * n, -1)
         values = np.empty((len(children), parent_values.shape[1]))
-        values[known] = parent_values[order[slot[known]]]
+        values[known] = parent_values[parent[known]]
         fresh = ~known
+        repeated = known.copy()
         if fresh.any():
-            values[fresh] = self._evaluate(
+            values[fresh], repeated[fresh] = self._evaluate(
                 predict, context, child_points[fresh], children[fresh], result, child_keys[fresh]
             )
-        return values
+        return values, repeated
 
     def _update_archive(
         self,
@@ -345,10 +363,11 @@ class BatchedNSGA2:
             state.archive_values[active[better], objective] = candidate[better]
             state.archive_codes[active[better], objective] = children[rows, index][better]
 
-    def _converge(self, state: _Populations, active: np.ndarray) -> None:
+    def _converge(self, state: _Populations, active: slice | np.ndarray) -> None:
         """Count generations without improvement; stop points that reach ``window``."""
         values = state.values[active]
-        current = (values @ self._weights(values.shape[2])).min(axis=1)
+        weighted = values[..., 0] if self.weights is None and values.shape[2] == 1 else None
+        current = (values @ self._weights(values.shape[2]) if weighted is None else weighted).min(1)
         best = state.best[active]
         improved = current < best - self.tolerance * np.abs(best)
         state.best[active] = np.minimum(best, current)
@@ -391,9 +410,10 @@ class BatchedNSGA2:
         codes: np.ndarray,
         result: BatchedResult,
         keys: np.ndarray | None = None,
-    ) -> np.ndarray:
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Objective values of (point, codes) rows: each distinct row predicted once, the rows
-        sent in key order, that is grouped by point (LightGBM predicts such rows faster)."""
+        sent in key order, that is grouped by point (LightGBM predicts such rows faster); and
+        which rows repeat an earlier one."""
         keys = self._keys(points, codes) if keys is None else keys
         unique, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
         features = self._features(context.input_features[points[first]], codes[first])
@@ -401,7 +421,9 @@ class BatchedNSGA2:
         predicted = np.asarray(predict(features), dtype=float).reshape(len(unique), -1)
         result.predict_seconds += time.perf_counter() - started
         result.predictions += len(unique)
-        return predicted[inverse.ravel()]
+        repeated = np.ones(len(keys), dtype=bool)
+        repeated[first] = False
+        return predicted[inverse.ravel()], repeated
 
     def _repair(
         self,
@@ -409,11 +431,25 @@ class BatchedNSGA2:
         points: np.ndarray,
         codes: np.ndarray,
         rng: np.random.Generator,
-    ) -> np.ndarray:
-        """Nearest valid configuration for each invalid row, for its own point."""
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Nearest valid configuration for each invalid row, for its own point; and the rows'
+        keys."""
         groups = context.point_group[points]
         if context.repair is not None:
-            return context.repair.repair(groups, codes)
+            codes, index = context.repair.repair_with_index(groups, codes)
+            return codes, points.astype(np.int64) * self._product + index
+        repaired = self._repair_by_constraints(context, points, codes, rng)
+        return repaired, self._keys(points, repaired)
+
+    def _repair_by_constraints(
+        self,
+        context: _Grid,
+        points: np.ndarray,
+        codes: np.ndarray,
+        rng: np.random.Generator,
+    ) -> np.ndarray:
+        """Repair where there is no table: the constraints, then the nearest valid design."""
+        groups = context.point_group[points]
         inputs = {name: column[points] for name, column in context.input_columns.items()}
         invalid = np.flatnonzero(~self._valid_mask(inputs, codes))
         if len(invalid) == 0:
@@ -442,17 +478,12 @@ class BatchedNSGA2:
         return mask
 
     def _survive(
-        self, values: np.ndarray, keys: np.ndarray, rng: np.random.Generator
+        self, values: np.ndarray, repeated: np.ndarray, rng: np.random.Generator
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Indices of survivors per point, with their rank and crowding (2N -> N)."""
+        """Indices of survivors per point, with their rank and crowding (2N -> N); copies of an
+        earlier individual (``repeated``) never survive twice."""
         n_points, merged, n_objectives = values.shape
-        # duplicates of an individual in the same population never survive twice (keys hold the
-        # point: one sort of all of them finds every population's duplicates)
-        flat = keys.ravel()
-        order = np.argsort(flat, kind="stable")
-        repeated = np.zeros(len(flat), dtype=bool)
-        repeated[order[1:]] = flat[order[1:]] == flat[order[:-1]]
-        penalised = np.where(repeated.reshape(keys.shape)[..., None], np.inf, values)
+        penalised = np.where(repeated[..., None], np.inf, values)
         n = self.population
         if n_objectives == 1:
             # by value, ties broken at random as pymoo's: sorting by the noise, then stably by

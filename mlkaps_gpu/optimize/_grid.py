@@ -240,15 +240,29 @@ class GridOptimizer:
             "predict_seconds": sum(part.predict_seconds for part in parts),
             "chunks": len(parts),
         }
-        n_points = len(grid)
-        codes = np.zeros((n_points, len(space.design)), dtype=np.int64)
-        values = np.full((n_points, len(self.objectives)), np.nan)
         n_valid = np.where(result.alive, -1, 0).astype(np.int64)
         if space.enumerable:
-            for position, row in enumerate(_rows(grid)):
-                n_valid[position] = len(space.valid_design_codes(row))
+            for group_values, rows in space._groups(grid):
+                n_valid[rows] = len(space.valid_design_codes(group_values))
+        codes, values = self._pick(grid, result)
+        return codes, values, n_valid
+
+    def _pick(self, grid: pd.DataFrame, result: BatchedResult) -> tuple[np.ndarray, np.ndarray]:
+        """The configuration shipped at each point among its final population (and, with several
+        objectives, the archive of each objective's best), and the fronts."""
+        n_points = len(grid)
+        codes = np.zeros((n_points, len(self.space.design)), dtype=np.int64)
+        values = np.full((n_points, len(self.objectives)), np.nan)
+        alive = np.flatnonzero(result.alive)
+        if len(self.objectives) == 1:  # the lowest finite value, first of ties (as _choose)
+            scores = result.values[alive, :, 0]
+            index = np.where(np.isfinite(scores), scores, np.inf).argmin(axis=1)
+            codes[alive] = result.codes[alive, index]
+            values[alive] = result.values[alive, index]
+            self.fronts_ = pd.DataFrame()
+            return codes, values
         fronts = []
-        for point in np.flatnonzero(result.alive):
+        for point in alive:
             candidates, candidate_codes = result.values[point], result.codes[point]
             if len(self.objectives) > 1 and result.archive_values is not None:
                 assert result.archive_codes is not None
@@ -263,7 +277,7 @@ class GridOptimizer:
                 ):
                     fronts.append((int(point), front_codes, front_values))
         self.fronts_ = self._front_table(grid, fronts)
-        return codes, values, n_valid
+        return codes, values
 
     def _front_table(
         self, grid: pd.DataFrame, fronts: list[tuple[int, np.ndarray, np.ndarray]]

@@ -32,7 +32,7 @@ def simulated_binary_crossover(
     n_matings, n_variables = parents.shape[1:]
     rng.random((n_matings, 1))  # pymoo's exchange draw; with prob_exch = 1 it changes nothing
     cross = rng.random((n_matings, n_variables)) < CROSS_PROBABILITY
-    cross[np.abs(parents[0] - parents[1]) <= _TOO_CLOSE] = False
+    cross &= np.abs(parents[0] - parents[1]) > _TOO_CLOSE
     cross[:, upper == 0] = False
     where = np.flatnonzero(cross)  # row-major: pymoo's boolean-mask order
     first, second = parents[0].ravel()[where], parents[1].ravel()[where]
@@ -40,12 +40,11 @@ def simulated_binary_crossover(
     low = np.where(smaller, first, second)
     high = np.where(smaller, second, first)
     bound_high = upper[where % n_variables]
-    etas = np.full(len(where), eta)
     rand = rng.random(len(where))
     delta = high - low
-    betaq = _betaq(1.0 + (2.0 * (low - 0.0) / delta), etas, rand)
+    betaq = _betaq(1.0 + (2.0 * (low - 0.0) / delta), eta, rand)
     child_low = 0.5 * ((low + high) - betaq * delta)
-    betaq = _betaq(1.0 + (2.0 * (bound_high - high) / delta), etas, rand)
+    betaq = _betaq(1.0 + (2.0 * (bound_high - high) / delta), eta, rand)
     child_high = 0.5 * ((low + high) + betaq * delta)
     child_first = np.where(smaller, child_low, child_high)
     child_second = np.where(smaller, child_high, child_low)
@@ -57,17 +56,15 @@ def simulated_binary_crossover(
     return children
 
 
-def _betaq(beta: np.ndarray, etas: np.ndarray, rand: np.ndarray) -> np.ndarray:
-    """pymoo's ``calc_betaq``, each power computed only where it is used."""
-    alpha = 2.0 - np.power(beta, -(etas + 1.0))
+def _betaq(beta: np.ndarray, eta: float, rand: np.ndarray) -> np.ndarray:
+    """pymoo's ``calc_betaq`` (both branches computed, one kept: no masked copies)."""
+    alpha = 2.0 - np.power(beta, -(eta + 1.0))
     inside = rand <= (1.0 / alpha)
     outside = rand > (1.0 / alpha)
-    betaq = np.zeros(inside.shape)
-    betaq[inside] = np.power(rand[inside] * alpha[inside], 1.0 / (etas[inside] + 1.0))
-    betaq[outside] = np.power(
-        1.0 / (2.0 - rand[outside] * alpha[outside]), 1.0 / (etas[outside] + 1.0)
-    )
-    return betaq
+    with np.errstate(invalid="ignore", divide="ignore"):
+        near = np.power(rand * alpha, 1.0 / (eta + 1.0))
+        far = np.power(1.0 / (2.0 - rand * alpha), 1.0 / (eta + 1.0))
+    return np.where(inside, near, np.where(outside, far, 0.0))
 
 
 def polynomial_mutation(
@@ -83,21 +80,16 @@ def polynomial_mutation(
     high = upper[where % n_variables]
     low = np.zeros(len(where))
     x = values.ravel()[where]
-    etas = np.full(len(x), eta)
     rand = rng.random(x.shape)
-    below = rand <= 0.5
-    above = ~below
-    deltaq = np.zeros(x.shape)
-    with np.errstate(invalid="ignore"):
-        # pymoo's two branches, each computed only where it is used
-        span, e, r = (high - low)[below], etas[below], rand[below]
-        delta1 = (x[below] - low[below]) / span
-        value = 2.0 * r + (1.0 - 2.0 * r) * (np.power(1.0 - delta1, (e + 1.0)))
-        deltaq[below] = np.power(value, 1.0 / (e + 1.0)) - 1.0
-        span, e, r = (high - low)[above], etas[above], rand[above]
-        delta2 = (high[above] - x[above]) / span
-        value = 2.0 * (1.0 - r) + 2.0 * (r - 0.5) * (np.power(1.0 - delta2, (e + 1.0)))
-        deltaq[above] = 1.0 - (np.power(value, 1.0 / (e + 1.0)))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        # pymoo's two branches, both computed, one kept
+        delta1 = (x - low) / (high - low)
+        value = 2.0 * rand + (1.0 - 2.0 * rand) * (np.power(1.0 - delta1, (eta + 1.0)))
+        below = np.power(value, 1.0 / (eta + 1.0)) - 1.0
+        delta2 = (high - x) / (high - low)
+        value = 2.0 * (1.0 - rand) + 2.0 * (rand - 0.5) * (np.power(1.0 - delta2, (eta + 1.0)))
+        above = 1.0 - (np.power(value, 1.0 / (eta + 1.0)))
+    deltaq = np.where(rand <= 0.5, below, above)
     mutated = x + deltaq * (high - low)
     mutated = np.where(mutated < low, low, mutated)
     out = values.copy()

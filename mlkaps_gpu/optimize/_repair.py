@@ -78,6 +78,12 @@ class RepairTable:
 
     def repair(self, groups: np.ndarray, codes: np.ndarray) -> np.ndarray:
         """Each row's code if valid for its group, else the nearest valid one."""
+        return self.repair_with_index(groups, codes)[0]
+
+    def repair_with_index(
+        self, groups: np.ndarray, codes: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`repair`, and the position of each repaired code in the design product."""
         index = self.index(codes)
         repaired = self.nearest[groups, index].astype(np.int64)
         unknown = repaired == _UNKNOWN
@@ -90,10 +96,10 @@ class RepairTable:
             repaired[unknown] = found[inverse.ravel()]
         changed = np.flatnonzero(repaired != index)
         if len(changed) == 0:
-            return codes
+            return codes, index
         codes = codes.copy()
         codes[changed] = self.decode(repaired[changed])
-        return codes
+        return codes, repaired
 
     def _search(self, groups: np.ndarray, index: np.ndarray) -> np.ndarray:
         """Nearest valid code index of invalid cells: rings of distance 1 and 2, then all."""

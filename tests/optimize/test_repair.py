@@ -68,3 +68,26 @@ def test_far_misses_use_the_transform(monkeypatch) -> None:
         table.repair(np.zeros(1, int), codes), nearest_codes(codes, valid[0])
     )
     assert table.complete[0]
+
+
+def test_nsga2_with_and_without_tables_gives_the_same_run(monkeypatch) -> None:
+    """The lookup repair and the constraint repair are the same function: same run, bit for bit."""
+    from mlkaps_gpu.optimize._batched import BatchedNSGA2
+
+    space = _space()
+    grid = space.grid({"n": 9})
+
+    def predict(features: np.ndarray) -> np.ndarray:
+        n, bx, by, variant, unroll = features.T
+        time = (bx - np.sqrt(n)) ** 2 + (by - 3) ** 2 + variant + 0.1 * unroll
+        return np.column_stack([time, bx * by])
+
+    def run() -> object:
+        return BatchedNSGA2(space, population=12, generations=15, seed=4).run(predict, grid)
+
+    with_tables = run()
+    monkeypatch.setattr(_repair, "TABLE_LIMIT", 0)
+    without = run()
+    for name in ("codes", "values", "archive_codes", "archive_values"):
+        np.testing.assert_array_equal(getattr(with_tables, name), getattr(without, name))
+    assert with_tables.predictions == without.predictions > 0
