@@ -92,7 +92,8 @@ def replay_model(campaign: Path | None) -> tuple[Space, Callable[..., LightGBMSu
         folder = Path(tempfile.mkdtemp(prefix="bench_predict_"))
         campaign = folder / "convolution"
         config = ROOT / "experiments" / "configs" / "convolution_replay.toml"
-        command = [sys.executable, "-m", "mlkaps_gpu.cli._main", "-q", "tune", str(config)]
+        run = "import sys; from mlkaps_gpu.cli import main; sys.exit(main(sys.argv[1:]))"
+        command = [sys.executable, "-c", run, "-q", "tune", str(config)]
         subprocess.run([*command, "--out", str(campaign)], check=True)
     opened = Campaign.open(campaign)
     path = str(campaign / "models" / "time.txt")
