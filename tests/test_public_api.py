@@ -60,3 +60,39 @@ def test_tune_runs_a_campaign_end_to_end(kernel_path: Path, tmp_path: Path) -> N
     # resumes (nothing left to do) and gives the same header
     again = mlkaps_gpu.tune(str(config), out=tmp_path / "run")
     assert again.header_path.read_text() == header
+
+
+def test_tune_from_python_objects_drives_the_kernel_through_ask_and_tell(tmp_path: Path) -> None:
+    import math
+
+    import pandas as pd
+
+    from mlkaps_gpu.space import Parameter, Space
+
+    space = Space(
+        [Parameter("n", "int", low=16, high=4096, log=True)],
+        [
+            Parameter("block", "int", values=(4, 8, 16, 32, 64, 128)),
+            Parameter("variant", "categorical", values=("fast", "slow")),
+        ],
+        ["block <= n"],
+    )
+    calls: list[dict] = []
+
+    def kernel(row: dict) -> float:
+        calls.append(row)
+        if row["block"] == 128 and row["n"] < 300:
+            raise RuntimeError("does not fit")
+        slow = 0.3 if row["variant"] == "slow" else 0.0
+        return math.log(row["block"] / math.sqrt(row["n"])) ** 2 + slow + row["n"] / 1000
+
+    campaign = mlkaps_gpu.tune(out=tmp_path / "run", space=space, kernel=kernel, budget=60)
+    table = campaign.store.load()
+    assert len(table) == len(calls) == 60
+    failed = table[table["status"] != "ok"]
+    assert (failed["block"] == 128).all() and failed["message"].str.contains("does not fit").all()
+    assert campaign.done("trees") and campaign.header_path.name == "mlkaps.h"
+    answers = campaign.load_selector().select(pd.DataFrame({"n": [16, 4096]}))
+    assert (answers["block"].to_numpy() <= [16, 4096]).all()  # valid where the space says
+    with pytest.raises(TypeError, match="either config, or space"):
+        mlkaps_gpu.tune("x.toml", out=tmp_path / "x", space=space, kernel=kernel, budget=5)
