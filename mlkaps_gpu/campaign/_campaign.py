@@ -36,6 +36,7 @@ import pandas as pd
 from mlkaps_gpu import __version__
 from mlkaps_gpu.campaign import _ask_tell
 from mlkaps_gpu.campaign._config import CampaignConfig, ConfigError, parse_config
+from mlkaps_gpu.campaign._decisions import Evidence, EvidenceScore, decide
 from mlkaps_gpu.campaign._environment import (
     capture_environment,
     environment_differences,
@@ -50,20 +51,29 @@ from mlkaps_gpu.optimize import GridOptimizer
 from mlkaps_gpu.sampling import (
     SAMPLERS,
     BayesianSampler,
+    Exploiter,
     GAAdaptiveSampler,
     HVSrSampler,
     HVSSampler,
     Sampler,
 )
-from mlkaps_gpu.surrogate import LightGBMSurrogate
-from mlkaps_gpu.trees import Selector, fit_selector
+from mlkaps_gpu.surrogate import BootstrapEnsemble, LightGBMSurrogate
+from mlkaps_gpu.trees import RegretOracle, Selector, fit_selector
 
 log = logging.getLogger("mlkaps_gpu")
 
 STAGES = ("sampling", "modeling", "optimization", "trees")
-#: Measurements at a grid point's exact inputs from which the best of them outranks an
-#: unmeasured surrogate choice.
-_MEASURED_SUPPORT = 5
+#: Share of the budget kept back from sampling to measure the header's answers before it is
+#: written (``[sampling] confirm``); what the answers do not need polishes them.
+DEFAULT_CONFIRM = 0.1
+#: Most rounds of confirmation (measure the answers, re-decide, refit the trees).
+_CONFIRM_ROUNDS = 8
+#: Grid points up to which verification.json lists every point's measured regret.
+_LISTED_POINTS = 64
+#: optima.csv columns read back as numbers (empty: NaN).
+_NUMERIC_PREFIXES = ("predicted_", "measured_", "best_measured_", "uncertainty", "header_")
+#: Largest grid whose points GA-Adaptive exploits at (random input points beyond).
+_EXPLOIT_GRID_LIMIT = 100_000
 META = "campaign.json"
 ENVIRONMENT = "environment.json"
 
@@ -118,6 +128,7 @@ class Campaign:
                     meta_path,
                     {
                         "config_sha256": config.digest,
+                        "config_dir": _config_folder(config),
                         "name": config.name,
                         "seed": config.seed,
                         "version": __version__,
@@ -135,7 +146,9 @@ class Campaign:
                 # --force with a changed config: keep every measurement, redo every stage
                 (directory / "config.toml").write_text(config.text, encoding="utf-8")
                 meta = json.loads(meta_path.read_text())
-                meta.update(config_sha256=config.digest, stages=[])
+                meta.update(
+                    config_sha256=config.digest, config_dir=_config_folder(config), stages=[]
+                )
                 _write_json(meta_path, meta)
                 log.warning("%s: configuration changed; stages will be re-run", directory)
             return cls(config, setup, directory)
@@ -150,9 +163,13 @@ class Campaign:
         directory = Path(directory)
         if not (directory / META).exists():
             raise CampaignError(f"{directory}: not a campaign directory (no {META})")
+        # relative paths of the configuration (transfer sources, data files) are resolved
+        # where the configuration was, as when the campaign was created
+        folder = json.loads((directory / META).read_text()).get("config_dir")
+        base = Path(folder) if folder and Path(folder).is_dir() else directory
         config = parse_config(
             (directory / "config.toml").read_text(encoding="utf-8"),
-            path=directory / "config.toml",
+            path=base / "config.toml",
             label="config.toml",
         )
         return cls(config, prepare(config), directory)
@@ -244,6 +261,20 @@ class Campaign:
         transfer = self.transfer_samples()
         return pd.concat([transfer, own], ignore_index=True) if len(transfer) else own
 
+    @property
+    def confirm_share(self) -> float:
+        """Share of the budget kept for confirming the header (single objective only; none
+        when the campaign is measured outside, through ask / tell)."""
+        if len(self.setup.objectives) > 1 or isinstance(self.setup.executor, ExternalExecutor):
+            return 0.0
+        return float(getattr(self.config.sampling, "confirm", DEFAULT_CONFIRM))
+
+    @property
+    def sampling_budget(self) -> int:
+        """Measurements of the sampling stage: the budget less the confirmation reserve."""
+        budget = self.config.sampling.budget
+        return max(1, budget - int(round(self.confirm_share * budget)))
+
     # ------------------------------------------------------------------------ ask / tell
     def ask(self, n: int | None = None) -> pd.DataFrame:
         """Configurations to measure with your own loop (:mod:`._ask_tell`)."""
@@ -262,17 +293,20 @@ class Campaign:
         if options.method == "ga_adaptive":
             objective = self.setup.objectives[0]
             transfer = self.transfer_samples()
+            grid = self.grid()
             return GAAdaptiveSampler(
                 self.sampling_space,
                 seed=self.config.seed,
-                budget=options.budget,
+                budget=self.sampling_budget,
                 objective=objective,
                 maximize=self.setup.directions[0] == "maximize",
                 bootstrap=options.bootstrap,
                 eps_initial=options.eps_initial,
                 eps_final=options.eps_final,
                 sub_sampler=options.sub_sampler,
-                surrogate_factory=lambda: self._surrogate(objective),
+                model_factory=lambda: self._ensemble_model(),
+                points=grid if 0 < len(grid) <= _EXPLOIT_GRID_LIMIT else None,
+                feature_space=self.space,
                 extra_training=transfer if len(transfer) else None,
                 warm_start=self.config.transfer_warm_start if len(transfer) else 0.0,
             )
@@ -291,8 +325,8 @@ class Campaign:
         return SAMPLERS[options.method](self.sampling_space, seed=self.config.seed)
 
     def sample(self, progress: Progress | None = None) -> dict[str, Any]:
-        """Measure until the budget is spent (resuming from what the store holds)."""
-        budget = self.config.sampling.budget
+        """Measure until the sampling budget is spent (resuming from what the store holds)."""
+        budget = self.sampling_budget
         batch_size = self.config.sampling.batch_size
         sampler = self.make_sampler()
         stored = self.store.load()
@@ -322,6 +356,7 @@ class Campaign:
                 objectives=self.setup.objectives,
                 done=done,
                 progress=progress,
+                budget=budget,
             )
         else:
             while done < budget:
@@ -358,6 +393,27 @@ class Campaign:
             seed=self.config.seed,
             params=options.params,
         )
+
+    def _ensemble_model(self) -> BootstrapEnsemble:
+        """The bootstrapped ensemble GA-Adaptive, the decisions and the trees' score use."""
+        return BootstrapEnsemble(
+            categorical_features=self.space.categorical_features,
+            log_target=self.config.surrogate.log_target,
+            seed=self.config.seed,
+        )
+
+    def evidence_score(self) -> EvidenceScore:
+        """Measurements and the ensemble fitted on every training sample (the transferred ones
+        included), for the primary objective."""
+        objective = self.setup.objectives[0]
+        maximize = self.setup.directions[0] == "maximize"
+        valid = self.training_samples()
+        evidence = Evidence(self.store.load(), self.space, objective, maximize=maximize)
+        model = self._ensemble_model()
+        target = valid[objective].to_numpy(dtype=float)
+        model.log_target = evidence.log_space
+        model.fit(self.space.features(valid), target)
+        return EvidenceScore(evidence, model, self.space)
 
     def fit_models(self) -> dict[str, Any]:
         valid = self.training_samples()
@@ -427,10 +483,8 @@ class Campaign:
         method = optima.attrs.get("method", options.method)
         optima = optima[optima["n_valid"] != 0].reset_index(drop=True)
         optima["source"] = "surrogate"
-        if options.prefer_measured and len(self.setup.objectives) == 1:
-            # (with several objectives the choice rule weighs them all: no single-objective
-            # override)
-            optima = self._prefer_measured(optima)
+        if self.decides_from_evidence:
+            optima = decide(optima, self.evidence_score(), self.space, self.setup.objectives[0])
         _atomic_csv(optima, self.directory / "optima.csv")
         if len(self.setup.objectives) > 1 and len(optimizer.fronts_):
             _atomic_csv(optimizer.fronts_, self.directory / "pareto.csv")
@@ -444,57 +498,11 @@ class Campaign:
         self._mark_done("optimization", **details)
         return details
 
-    def _prefer_measured(self, optima: pd.DataFrame) -> pd.DataFrame:
-        """Where measurements at a grid point's exact inputs say better, ship a measured
-        configuration instead of the surrogate's choice.
-
-        The best measured configuration at the point replaces the surrogate's choice when
-        (a) that choice was measured there and did worse, (b) the best measured value is at
-        least as good as the surrogate's *prediction* for its choice, or (c) the choice was
-        never measured and the point holds at least ``_MEASURED_SUPPORT`` measurements (inputs
-        that sampling visits repeatedly, such as a categorical GPU input). A prediction for an
-        unmeasured configuration is optimistic exactly where the model errs (the optimizer's
-        curse); a measurement is evidence.
-        """
-        objective = self.setup.objectives[0]
-        sign = -1.0 if self.setup.directions[0] == "maximize" else 1.0
-        valid = self.store.valid_samples()
-        if valid.empty:
-            return optima
-        inputs = self.space.input_names
-        valid = valid.assign(_score=sign * valid[objective])
-        support = valid.groupby(inputs, sort=False).size().rename("_support").reset_index()
-        best = valid.sort_values("_score", kind="stable").drop_duplicates(inputs)
-        best = best[[*self.space.names, objective]].rename(
-            columns={n: f"_best_{n}" for n in self.space.design_names}
-            | {objective: "_best_measured"}
-        )
-        merged = optima.merge(best, on=inputs, how="left").merge(support, on=inputs, how="left")
-        measured_choice = (
-            valid[[*self.space.names, objective]]
-            .rename(columns={objective: "_choice_measured"})
-            .drop_duplicates(self.space.names)
-        )
-        merged = merged.merge(measured_choice, on=self.space.names, how="left")
-        has_best = merged["_best_measured"].notna().to_numpy()
-        choice = merged["_choice_measured"].to_numpy(dtype=float)
-        best_value = sign * merged["_best_measured"].to_numpy(dtype=float)
-        predicted = sign * merged[f"predicted_{objective}"].to_numpy(dtype=float)
-        supported = merged["_support"].fillna(0).to_numpy() >= _MEASURED_SUPPORT
-        unmeasured = np.isnan(choice)
-        replace = has_best & (
-            (~unmeasured & (best_value < sign * choice))
-            | (unmeasured & (best_value <= predicted))
-            | (unmeasured & supported)
-        )
-        for name in self.space.design_names:
-            column = merged[name].to_numpy(dtype=object, copy=True)
-            column[replace] = merged[f"_best_{name}"].to_numpy(dtype=object)[replace]
-            merged[name] = pd.Series(column).astype(self.space.parameters[name].dtype)
-        merged.loc[replace, "source"] = "measured"
-        merged[f"measured_{objective}"] = np.where(replace, sign * best_value, choice)
-        drop = [c for c in merged.columns if c.startswith("_")]
-        return merged.drop(columns=drop)
+    @property
+    def decides_from_evidence(self) -> bool:
+        """Whether decisions and trees use the measurements (``[optimization]
+        prefer_measured``, single objective: with several the choice rule weighs them all)."""
+        return bool(self.config.optimization.prefer_measured) and len(self.setup.objectives) == 1
 
     def load_optima(self) -> pd.DataFrame:
         optima = pd.read_csv(self.directory / "optima.csv", keep_default_na=False)
@@ -509,6 +517,9 @@ class Campaign:
                 )
             else:
                 optima[name] = optima[name].astype(parameter.dtype)
+        for column in optima.columns:
+            if column.startswith(_NUMERIC_PREFIXES):
+                optima[column] = pd.to_numeric(optima[column], errors="coerce")
         return optima
 
     def samples_digest(self) -> str:
@@ -520,26 +531,16 @@ class Campaign:
         return self.directory / f"{self.config.trees.prefix}.h"
 
     def build_trees(self) -> dict[str, Any]:
-        """Fit the trees (mode and depth from ``[trees]``; the primary objective's surrogate
-        scores configurations), write the header and verify it against the trees through cffi."""
+        """Fit the trees (mode and depth from ``[trees]``), confirm their answers by measuring
+        them (single objective), write the header and verify it against the trees through
+        cffi."""
         options = self.config.trees
         optima = self.load_optima()
-        surrogate = self.load_models()[0]
-        sign = -1.0 if self.setup.directions[0] == "maximize" else 1.0
-        space = self.space
-
-        def score(table: pd.DataFrame) -> np.ndarray:
-            return sign * surrogate.predict(space.features(table))
-
-        fitted = fit_selector(
-            optima,
-            space,
-            score,
-            mode=options.mode,
-            max_depth=options.max_depth,
-            depth_tolerance=options.depth_tolerance,
-            random_state=self.config.seed,
-        )
+        confirmation: dict[str, Any] = {}
+        if self.decides_from_evidence:
+            optima, fitted, confirmation = self._confirmed_selector(optima)
+        else:
+            fitted = self._fit_on_predictions(optima)
         selector = fitted.selector
         provenance = {
             "campaign": self.config.name,
@@ -572,9 +573,174 @@ class Campaign:
             "mode": options.mode,
             "depth": fitted.sweep.chosen,
             "depth_sweep": fitted.sweep.records(),
+            **confirmation,
         }
         _write_json(self.directory / "verification.json", details)
         self._mark_done("trees", **details)
+        return details
+
+    def _fit_on_predictions(self, optima: pd.DataFrame) -> Any:
+        """The trees fitted on the optima, judged by the saved surrogate's predictions (several
+        objectives, or ``prefer_measured = false``)."""
+        options = self.config.trees
+        surrogate = self.load_models()[0]
+        sign = -1.0 if self.setup.directions[0] == "maximize" else 1.0
+        space = self.space
+
+        def score(table: pd.DataFrame) -> np.ndarray:
+            return sign * surrogate.predict(space.features(table))
+
+        return fit_selector(
+            optima,
+            space,
+            score,
+            mode=options.mode,
+            max_depth=options.max_depth,
+            depth_tolerance=options.depth_tolerance,
+            random_state=self.config.seed,
+        )
+
+    # ---------------------------------------------------------------------- confirmation
+    def _fit_on_evidence(self, optima: pd.DataFrame, score: EvidenceScore) -> Any:
+        """The trees fitted on the decisions, judged by the evidence: regret from the
+        pessimistic estimates (clipped at zero), and never a merge that measurements refute."""
+        options = self.config.trees
+        space = self.space
+        oracle = RegretOracle(optima, space, score.score, clip=True)
+        decisions = optima[space.names].reset_index(drop=True)
+
+        def measured_regret(table: pd.DataFrame) -> np.ndarray:
+            return score.measured_regret(table, decisions)
+
+        return fit_selector(
+            optima,
+            space,
+            score.score,
+            mode=options.mode,
+            max_depth=options.max_depth,
+            depth_tolerance=options.depth_tolerance,
+            random_state=self.config.seed,
+            oracle=oracle,
+            measured_regret=measured_regret,
+        )
+
+    def _confirmed_selector(self, optima: pd.DataFrame) -> tuple[pd.DataFrame, Any, dict]:
+        """Fit the trees, measure their answers at the grid points where they were never
+        measured (within the budget the sampling stage left), re-decide and refit; when every
+        answer is measured, spend what is left on the answers' most promising unmeasured
+        neighbours. Rewrites optima.csv with measured beside predicted values."""
+        budget = self.config.sampling.budget
+        score = self.evidence_score()
+        optima = decide(optima, score, self.space, self.setup.objectives[0])
+        fitted = self._fit_on_evidence(optima, score)
+        spent = {"answers": 0, "neighbours": 0}
+        rounds = 0
+        while rounds < _CONFIRM_ROUNDS and len(self.store) < budget:
+            left = budget - len(self.store)
+            answers = self._answers(fitted.selector, optima)
+            _, _, count = score.evidence.lookup(answers)
+            unmeasured = answers[count == 0].drop_duplicates(self.space.names)
+            kind = "answers" if len(unmeasured) else "neighbours"
+            if len(unmeasured) > left:
+                rng = np.random.default_rng([self.config.seed, rounds, 17])
+                unmeasured = unmeasured.iloc[np.sort(rng.choice(len(unmeasured), left, False))]
+            rows = unmeasured if len(unmeasured) else self._polish_rows(optima, score, left)
+            if len(rows) == 0:
+                break
+            rows = rows[self.space.names].reset_index(drop=True)
+            self.store.append(rows, self.setup.executor.run(rows))
+            spent[kind] += len(rows)
+            rounds += 1
+            score = self.evidence_score()
+            optima = decide(optima, score, self.space, self.setup.objectives[0])
+            fitted = self._fit_on_evidence(optima, score)
+        optima = self._with_header_columns(optima, fitted.selector, score)
+        _atomic_csv(optima, self.directory / "optima.csv")
+        return optima, fitted, self._confirmation_details(optima, spent, rounds)
+
+    def _answers(self, selector: Selector, optima: pd.DataFrame) -> pd.DataFrame:
+        """The selector's configuration at every grid point (inputs and design columns)."""
+        inputs = optima[self.space.input_names].reset_index(drop=True)
+        chosen = selector.select(inputs).reset_index(drop=True)
+        return pd.concat([inputs, chosen], axis=1)[self.space.names]
+
+    def _polish_rows(self, optima: pd.DataFrame, score: EvidenceScore, n: int) -> pd.DataFrame:
+        """Up to one batch (and ``n``) of unmeasured neighbours of the decisions, ranked by
+        the ensemble's acquisition (see :class:`~mlkaps_gpu.sampling.Exploiter`)."""
+        batch = min(n, int(self.config.sampling.batch_size))
+        points = optima[self.space.input_names].drop_duplicates().reset_index(drop=True)
+        rng = np.random.default_rng([self.config.seed, len(self.store), 23])
+        counts = np.zeros(len(points), dtype=np.int64)
+        np.add.at(counts, rng.choice(len(points), batch, replace=batch > len(points)), 1)
+        objective = self.setup.objectives[0]
+        exploiter = Exploiter(
+            self.sampling_space,
+            feature_space=self.space,
+            objective=objective,
+            maximize=self.setup.directions[0] == "maximize",
+        )
+        measured = self.store.valid_samples()
+        seen = self.sampling_space.key(self.store.load())
+        return exploiter.propose(score.model, measured, points, counts, seen, rng)
+
+    def _with_header_columns(
+        self, optima: pd.DataFrame, selector: Selector, score: EvidenceScore
+    ) -> pd.DataFrame:
+        """optima with, per grid point, the best measured value there and the header's
+        measured regret against it (NaN where either is unknown)."""
+        objective = self.setup.objectives[0]
+        evidence = score.evidence
+        inputs = self.space.input_names
+        best = evidence.table.sort_values("_f", kind="stable").drop_duplicates(inputs)
+        best = best[[*inputs, "_f"]].rename(columns={"_f": "_best"})
+        merged = optima[inputs].merge(best, on=inputs, how="left")
+        best_signed = merged["_best"].to_numpy(dtype=np.float64)
+        answers = self._answers(selector, optima)
+        mine, _, count = evidence.lookup(answers)
+        header = evidence.to_objective(mine)
+        reference = evidence.to_objective(best_signed)
+        regret = evidence.sign * (header - reference) / np.abs(reference)
+        out = optima.copy()
+        out[f"best_measured_{objective}"] = reference
+        out[f"header_measured_{objective}"] = np.where(count > 0, header, np.nan)
+        out["header_measured_regret"] = np.where(count > 0, np.maximum(regret, 0.0), np.nan)
+        return out
+
+    def _confirmation_details(
+        self, optima: pd.DataFrame, spent: dict[str, int], rounds: int
+    ) -> dict[str, Any]:
+        """What verification.json says about the confirmation and the measured regret."""
+        objective = self.setup.objectives[0]
+        regret = optima["header_measured_regret"].to_numpy(dtype=np.float64)
+        known = regret[np.isfinite(regret)]
+        details: dict[str, Any] = {
+            "confirmation": {
+                "rounds": rounds,
+                "measured_answers": spent["answers"],
+                "measured_neighbours": spent["neighbours"],
+            },
+            "measured_regret": {
+                "points": len(regret),
+                "known": len(known),
+                "mean": float(known.mean()) if len(known) else None,
+                "max": float(known.max()) if len(known) else None,
+                "above_1_percent": int(np.count_nonzero(known > 0.01)),
+            },
+        }
+        if len(optima) <= _LISTED_POINTS:
+            columns = [
+                *self.space.input_names,
+                f"best_measured_{objective}",
+                f"header_measured_{objective}",
+                "header_measured_regret",
+            ]
+            details["per_point"] = [
+                {
+                    k: (None if isinstance(v, float) and not np.isfinite(v) else _plain(v))
+                    for k, v in row.items()
+                }
+                for row in optima[columns].to_dict("records")
+            ]
         return details
 
     def load_selector(self) -> Selector:
@@ -583,6 +749,11 @@ class Campaign:
         if not isinstance(selector, Selector):
             raise CampaignError(f"{self.directory}: selector.pkl holds no selector")
         return selector
+
+
+def _plain(value: Any) -> Any:
+    """A JSON-ready scalar."""
+    return value.item() if hasattr(value, "item") else value
 
 
 def _tree_sizes(selector: Selector) -> dict[str, Any]:
@@ -597,6 +768,12 @@ def _atomic_write(path: Path, data: bytes) -> None:
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(temporary, path)
+
+
+def _config_folder(config: CampaignConfig) -> str | None:
+    """The folder a configuration's relative paths are relative to (None without a file)."""
+    path = getattr(config, "path", None)
+    return str(Path(path).resolve().parent) if path is not None else None
 
 
 def _write_json(path: Path, data: Any) -> None:
