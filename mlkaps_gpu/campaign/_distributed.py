@@ -195,10 +195,12 @@ def sample_distributed(
     objectives: Sequence[str],
     done: int,
     progress: Progress | None = None,
+    budget: int | None = None,
 ) -> float:
     """Measure on Dask workers until the budget is spent; returns the workers' executor seconds.
 
-    ``sampler`` has already been restored from the ``done`` stored measurements.
+    ``sampler`` has already been restored from the ``done`` stored measurements; ``budget``
+    (default: ``[sampling] budget``) is the sampling stage's share of it.
     """
     execution = config.execution
     with connect(execution, label=config.path.name) as (client, workers):
@@ -211,7 +213,7 @@ def sample_distributed(
                 executor,
                 sampler,
                 store,
-                budget=config.sampling.budget,
+                budget=config.sampling.budget if budget is None else budget,
                 batch_size=config.sampling.batch_size,
                 lookahead=lookahead,
                 done=done,

@@ -2,6 +2,7 @@
 
 from mlkaps_gpu.sampling._base import Sampler, SamplerError
 from mlkaps_gpu.sampling._bayes import BAYES_ACQUISITIONS, BayesianSampler
+from mlkaps_gpu.sampling._exploit import Exploiter, ExploitSettings, finite_input_points
 from mlkaps_gpu.sampling._ga_adaptive import SUB_SAMPLERS, GAAdaptiveSampler
 from mlkaps_gpu.sampling._hvs import HVSrSampler, HVSSampler
 from mlkaps_gpu.sampling._random import LHSSampler, RandomSampler
@@ -24,6 +25,8 @@ __all__ = [
     "SAMPLERS",
     "SUB_SAMPLERS",
     "BayesianSampler",
+    "ExploitSettings",
+    "Exploiter",
     "GAAdaptiveSampler",
     "HVSSampler",
     "HVSrSampler",
@@ -31,4 +34,5 @@ __all__ = [
     "RandomSampler",
     "Sampler",
     "SamplerError",
+    "finite_input_points",
 ]

@@ -105,6 +105,12 @@ class _EnsembleModel:
         """No believer update: the ensemble's spread does not shrink around nominees."""
 
 
+def _check_positive(**values: int) -> None:
+    for name, value in values.items():
+        if value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value}")
+
+
 class BayesianSampler(Sampler):
     """Bayesian sampling: acquisitions of a surrogate with uncertainty choose every batch.
 
@@ -149,16 +155,14 @@ class BayesianSampler(Sampler):
             raise ValueError(
                 f"unknown acquisition {acquisition!r} (allowed: {', '.join(BAYES_ACQUISITIONS)})"
             )
-        for name, value in (
-            ("initial", initial),
-            ("max_candidates", max_candidates),
-            ("designs_per_context", designs_per_context),
-            ("gp_limit", gp_limit),
-            ("ensemble_members", ensemble_members),
-            ("skip_after", skip_after),
-        ):
-            if value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value}")
+        _check_positive(
+            initial=initial,
+            max_candidates=max_candidates,
+            designs_per_context=designs_per_context,
+            gp_limit=gp_limit,
+            ensemble_members=ensemble_members,
+            skip_after=skip_after,
+        )
         self.objective = objective
         self.maximize = maximize
         self.acquisition = acquisition
@@ -177,7 +181,10 @@ class BayesianSampler(Sampler):
         self._first_std: float | None = None
         self._initial_mean: float | None = None
         self.exploration_: float | None = None
-        # portfolio state
+        self._reset_portfolio()
+
+    def _reset_portfolio(self) -> None:
+        """The acquisition portfolio's initial state (every member active, no evidence)."""
         self.active_: list[str] = list(PORTFOLIO)
         self.single_: str | None = None
         self._scores: dict[str, list[float]] = {kind: [] for kind in PORTFOLIO}

@@ -22,18 +22,21 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from mlkaps_gpu.optimize import GridOptimizer
 from mlkaps_gpu.sampling._base import Sampler
 from mlkaps_gpu.sampling._bayes import BayesianSampler
+from mlkaps_gpu.sampling._exploit import Exploiter, ExploitSettings, finite_input_points
 from mlkaps_gpu.sampling._hvs import HVSrSampler, HVSSampler
 from mlkaps_gpu.sampling._random import LHSSampler, RandomSampler
 from mlkaps_gpu.space import Space
-from mlkaps_gpu.surrogate import LightGBMSurrogate, Surrogate
+from mlkaps_gpu.surrogate import BootstrapEnsemble
 
 #: Names of the sub-samplers GA-Adaptive builds itself.
 SUB_SAMPLERS: tuple[str, ...] = ("lhs", "random", "hvs", "hvsr", "bayes")
-#: Largest valid design set ranked exhaustively per exploitation point.
-_EXHAUSTIVE_LIMIT = 200_000
+#: Default share of the budget sampled by LHS before any exploitation.
+DEFAULT_BOOTSTRAP = 0.2
+#: Default exploitation shares right after the bootstrap and at the end of the budget.
+DEFAULT_EPS_INITIAL = 0.3
+DEFAULT_EPS_FINAL = 0.8
 
 
 class GAAdaptiveSampler(Sampler):
@@ -53,7 +56,13 @@ class GAAdaptiveSampler(Sampler):
             case), ``"hvsr"``, ``"random"``, ``"hvs"`` or ``"bayes"``, or a Sampler factory
             ``(space, seed) -> Sampler``. The sub-sampler is told every measurement (the
             adaptive ones learn from them) and learns the same ``objective``.
-        surrogate_factory: builds the surrogate refitted before each batch.
+        model_factory: builds the bootstrapped ensemble refitted before each exploitation
+            batch (default: :class:`BootstrapEnsemble` on the feature space, log target
+            when ``log_target``).
+        log_target: whether the default ensemble learns ``log(objective)``.
+        exploit: how exploitation ranks candidates (:class:`ExploitSettings`).
+        points: the input points exploitation measures at (e.g. the campaign's grid); default:
+            every input point when the inputs take few values, else random input points.
         feature_space: the space whose feature encoding the surrogate uses (default: ``space``;
             a campaign that samples a restricted space, e.g. one architecture of several,
             passes the full space so that categorical codes agree with ``extra_training``).
@@ -71,11 +80,14 @@ class GAAdaptiveSampler(Sampler):
         budget: int = 1000,
         objective: str = "time",
         maximize: bool = False,
-        bootstrap: float = 0.2,
-        eps_initial: float = 0.3,
-        eps_final: float = 0.8,
+        bootstrap: float = DEFAULT_BOOTSTRAP,
+        eps_initial: float = DEFAULT_EPS_INITIAL,
+        eps_final: float = DEFAULT_EPS_FINAL,
         sub_sampler: str | Callable[[Space, int], Sampler] = "lhs",
-        surrogate_factory: Callable[[], Surrogate] | None = None,
+        model_factory: Callable[[], BootstrapEnsemble] | None = None,
+        log_target: bool = True,
+        exploit: ExploitSettings | None = None,
+        points: pd.DataFrame | None = None,
         feature_space: Space | None = None,
         extra_training: pd.DataFrame | None = None,
         warm_start: float | None = None,
@@ -86,44 +98,34 @@ class GAAdaptiveSampler(Sampler):
         has_extra = extra_training is not None and len(extra_training) > 0
         if warm_start is None:
             warm_start = 0.2 if has_extra else 0.0
-        for name, value in (
-            ("warm_start", warm_start),
-            ("bootstrap", bootstrap),
-            ("eps_initial", eps_initial),
-            ("eps_final", eps_final),
-        ):
-            if not 0.0 <= value <= 1.0:
-                raise ValueError(f"{name} must lie in [0, 1], got {value}")
+        _check_shares(
+            warm_start=warm_start, bootstrap=bootstrap, eps_initial=eps_initial, eps_final=eps_final
+        )
         self.budget = budget
         self.objective = objective
         self.maximize = maximize
         self.bootstrap = bootstrap
         self.eps_initial = eps_initial
         self.eps_final = eps_final
-        if callable(sub_sampler):
-            self.sub_sampler = sub_sampler(space, seed + 1)
-        elif sub_sampler in ("lhs", "random"):
-            kind = LHSSampler if sub_sampler == "lhs" else RandomSampler
-            self.sub_sampler = kind(space, seed=seed + 1)
-        elif sub_sampler in ("hvs", "hvsr"):
-            adaptive = HVSSampler if sub_sampler == "hvs" else HVSrSampler
-            self.sub_sampler = adaptive(space, seed=seed + 1, objective=objective)
-        elif sub_sampler == "bayes":
-            self.sub_sampler = BayesianSampler(
-                space, seed=seed + 1, objective=objective, maximize=maximize
-            )
-        else:
-            raise ValueError(
-                f"unknown sub_sampler {sub_sampler!r} (allowed: {', '.join(SUB_SAMPLERS)})"
-            )
+        self.sub_sampler = _make_sub_sampler(sub_sampler, space, seed, objective, maximize)
         self.bootstrap_sampler = LHSSampler(space, seed=seed + 2)
-        self.surrogate_factory = surrogate_factory or (
-            lambda: LightGBMSurrogate(
-                categorical_features=space.categorical_features, log_target=False, seed=seed
+        self.feature_space = feature_space or space
+        self.model_factory = model_factory or (
+            lambda: BootstrapEnsemble(
+                categorical_features=self.feature_space.categorical_features,
+                log_target=log_target,
+                seed=seed,
             )
         )
+        self.exploiter = Exploiter(
+            space,
+            feature_space=self.feature_space,
+            objective=objective,
+            maximize=maximize,
+            settings=exploit,
+        )
+        self.points = points if points is not None else finite_input_points(space)
         self.n_told = 0
-        self.feature_space = feature_space or space
         self.extra_training = extra_training
         self.warm_start = warm_start if has_extra else 0.0
         self._warm_ranking: pd.DataFrame | None = None
@@ -230,73 +232,46 @@ class GAAdaptiveSampler(Sampler):
             return space.empty_table()
         return pd.concat(chosen, ignore_index=True)[space.names]
 
-    def _model(self) -> Surrogate | None:
+    def _model(self) -> BootstrapEnsemble | None:
+        """The ensemble fitted on every successful measurement (and the transferred ones)."""
+        measured = self._measured()
+        if len(measured) < 5:
+            return None
+        target = measured[self.objective].to_numpy(dtype=float)
+        model = self.model_factory()
+        if model.log_target and (target <= 0).any():
+            model.log_target = False  # a log needs a positive objective
+        return model.fit(self.feature_space.features(measured), target)
+
+    def _measured(self) -> pd.DataFrame:
+        """Successful measurements with a finite objective, transferred ones first."""
         history = self.history_
-        if history.empty or self.objective not in history:
-            return None
-        ok = history[(history["status"] == "ok") & np.isfinite(history[self.objective])]
         names = [*self.space.names, self.objective]
+        tables = []
         if self.extra_training is not None and len(self.extra_training):
-            ok = pd.concat([self.extra_training[names], ok[names]], ignore_index=True)
-        if len(ok) < 5:
-            return None
-        return self.surrogate_factory().fit(
-            self.feature_space.features(ok), ok[self.objective].to_numpy()
-        )
+            tables.append(self.extra_training[names])
+        if not history.empty and self.objective in history:
+            ok = history[(history["status"] == "ok") & np.isfinite(history[self.objective])]
+            tables.append(ok[names])
+        if not tables:
+            return pd.DataFrame(columns=names)
+        return pd.concat(tables, ignore_index=True)
 
     def _exploit(self, n: int, rng: np.random.Generator) -> pd.DataFrame:
+        """``n`` rows of model-based exploitation (see :class:`Exploiter`), spread evenly over
+        the exploitation points (a random subset of them when there are more than ``n``)."""
         model = self._model()
         if model is None:
             return self.space.empty_table()
-        space = self.space
-        points = space.sample_inputs(n, rng)
-        taken: set[tuple[Any, ...]] = set()
-        chosen: list[pd.DataFrame] = []
-        sign = -1.0 if self.maximize else 1.0
-        if space.enumerable and space.design_product <= _EXHAUSTIVE_LIMIT:
-            # every point's valid designs in one table, one prediction for all of them
-            blocks = [space.valid_design_codes(row) for row in points.to_dict(orient="records")]
-            sizes = np.array([len(b) for b in blocks])
-            if sizes.sum() == 0:
-                return space.empty_table()
-            owner = np.repeat(np.arange(len(points)), sizes)
-            candidates = space.assemble(
-                points.iloc[owner].reset_index(drop=True),
-                np.vstack([b for b in blocks if len(b)]),
-            )
-            predicted = sign * model.predict(self.feature_space.features(candidates))
-            keys = space.key(candidates)
-            order = np.lexsort((predicted, owner))  # by point, best prediction first
-            done = np.zeros(len(points), dtype=bool)
-            for row in order:
-                point = owner[row]
-                if done[point]:
-                    continue
-                key = keys[row]
-                if key not in self._seen and key not in taken:
-                    taken.add(key)
-                    chosen.append(candidates.iloc[[row]])
-                    done[point] = True
+        if self.points is not None and len(self.points):
+            points = self.points.reset_index(drop=True)
+            counts = np.full(len(points), n // len(points), dtype=np.int64)
+            extra = rng.choice(len(points), n % len(points), replace=False)
+            counts[extra] += 1
         else:
-            optimizer = GridOptimizer(
-                space,
-                objectives=[self.objective],
-                directions=["maximize" if self.maximize else "minimize"],
-                method="nsga2",
-                population=20,
-                generations=15,
-                seed=int(rng.integers(2**31 - 1)),
-            )
-            optima = optimizer.run([model], points)
-            optima = optima[optima["n_valid"] != 0][space.names]
-            for index in range(len(optima)):
-                key = tuple(optima.iloc[index].tolist())
-                if key not in self._seen and key not in taken:
-                    taken.add(key)
-                    chosen.append(optima.iloc[[index]])
-        if not chosen:
-            return space.empty_table()
-        return pd.concat(chosen, ignore_index=True)[space.names]
+            points = self.space.sample_inputs(n, rng)
+            counts = np.ones(n, dtype=np.int64)
+        return self.exploiter.propose(model, self._measured(), points, counts, self._seen, rng)
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -305,3 +280,29 @@ class GAAdaptiveSampler(Sampler):
             "eps": self.eps(),
             "told": self.n_told,
         }
+
+
+def _check_shares(**shares: float) -> None:
+    for name, value in shares.items():
+        if not 0.0 <= value <= 1.0:
+            raise ValueError(f"{name} must lie in [0, 1], got {value}")
+
+
+def _make_sub_sampler(
+    kind: str | Callable[[Space, int], Sampler],
+    space: Space,
+    seed: int,
+    objective: str,
+    maximize: bool,
+) -> Sampler:
+    """GA-Adaptive's exploration sampler (seeded ``seed + 1``)."""
+    if callable(kind):
+        return kind(space, seed + 1)
+    if kind in ("lhs", "random"):
+        return (LHSSampler if kind == "lhs" else RandomSampler)(space, seed=seed + 1)
+    if kind in ("hvs", "hvsr"):
+        adaptive = HVSSampler if kind == "hvs" else HVSrSampler
+        return adaptive(space, seed=seed + 1, objective=objective)
+    if kind == "bayes":
+        return BayesianSampler(space, seed=seed + 1, objective=objective, maximize=maximize)
+    raise ValueError(f"unknown sub_sampler {kind!r} (allowed: {', '.join(SUB_SAMPLERS)})")

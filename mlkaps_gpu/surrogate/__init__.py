@@ -2,6 +2,7 @@
 that the Bayesian sampler and the Bayesian search strategy share."""
 
 from mlkaps_gpu.surrogate._base import Surrogate
+from mlkaps_gpu.surrogate._ensemble import DEFAULT_MEMBERS, BootstrapEnsemble
 from mlkaps_gpu.surrogate._gaussian_process import (
     ACQUISITIONS,
     Acquisition,
@@ -23,7 +24,9 @@ __all__ = [
     "check_lightgbm_params",
     "ACQUISITIONS",
     "Acquisition",
+    "DEFAULT_MEMBERS",
     "DEFAULT_PARAMS",
+    "BootstrapEnsemble",
     "CandidateGaussianProcess",
     "LightGBMSurrogate",
     "Surrogate",

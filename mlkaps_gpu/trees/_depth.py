@@ -1,5 +1,12 @@
 """Choosing the tree depth: sweep ``max_depth``, report regret and size, keep the smallest depth
-whose predicted regret is within a tolerance of the best.
+whose regret is within a tolerance of the best.
+
+The regret is the score's (with :class:`RegretOracle`'s ``clip``, never below zero). Given
+``measured_regret`` (the regret that measurements alone establish at the optima's points: the
+selected configuration and the point's decision both measured there), a depth is acceptable
+only if no point's measured regret exceeds ``tolerance`` (or, where no depth achieves that,
+the fewest such points): two input values whose best measured configurations differ beyond
+the tolerance are never merged into one leaf, whatever the model predicts.
 
 :func:`fit_selector` is the one-call entry the campaign uses: it builds the selector of a mode
 (``joint`` or ``per_parameter``) at a fixed depth or at the depth the sweep chooses.
@@ -7,9 +14,10 @@ whose predicted regret is within a tolerance of the best.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
 import pandas as pd
 
 from mlkaps_gpu.space import Space
@@ -23,6 +31,9 @@ MODES = ("joint", "per_parameter")
 DEFAULT_DEPTHS: tuple[int, ...] = tuple(range(1, 13))
 #: Default tolerance on the mean relative regret (0.01: one percentage point).
 DEFAULT_TOLERANCE = 0.01
+#: ``measured_regret(selected)``: per row of the selected table (inputs and configuration at
+#: the optima's points, in their order), the regret measurements establish (NaN: unknown).
+MeasuredRegret = Callable[[pd.DataFrame], np.ndarray]
 
 
 def make_selector(
@@ -56,9 +67,12 @@ class DepthSweep:
 
     Attributes:
         table: one row per depth tried: ``depth``, ``mean_regret``, ``p90_regret``,
-            ``max_regret``, ``leaves``, ``nodes``, ``actual_depth`` and ``tree_invalid``
-            (points whose raw tree configuration violates a constraint).
-        chosen: the smallest depth whose mean regret is at most best + ``tolerance``.
+            ``max_regret``, ``leaves``, ``nodes``, ``actual_depth``, ``tree_invalid``
+            (points whose raw tree configuration violates a constraint) and, with measured
+            regret, ``measured_max`` (largest measured regret, 0 with none known) and
+            ``measured_over`` (points whose measured regret exceeds the tolerance).
+        chosen: the smallest depth with the fewest ``measured_over`` whose mean regret is at
+            most the best of those + ``tolerance``.
         tolerance: absolute tolerance on the mean relative regret.
         selectors: the fitted selector of every depth tried.
     """
@@ -81,13 +95,17 @@ class DepthSweep:
 
     def __str__(self) -> str:
         shown = self.table.assign(
-            **{c: self.table[c].map(lambda v: f"{100 * v:.2f}%") for c in _REGRET_COLUMNS}
+            **{
+                c: self.table[c].map(lambda v: f"{100 * v:.2f}%")
+                for c in _REGRET_COLUMNS
+                if c in self.table
+            }
         )
         marks = ["<- chosen" if d == self.chosen else "" for d in self.table["depth"]]
         return shown.assign(choice=marks).to_string(index=False)
 
 
-_REGRET_COLUMNS = ("mean_regret", "p90_regret", "max_regret")
+_REGRET_COLUMNS = ("mean_regret", "p90_regret", "max_regret", "measured_max")
 
 
 def sweep_depths(
@@ -100,10 +118,11 @@ def sweep_depths(
     tolerance: float = DEFAULT_TOLERANCE,
     random_state: int = 0,
     oracle: RegretOracle | None = None,
+    measured_regret: MeasuredRegret | None = None,
 ) -> DepthSweep:
     """Fit one selector per depth and choose the smallest depth within ``tolerance`` of the
-    best mean predicted regret. Depths past the first whose trees stop short of their limit
-    give the same trees and are skipped."""
+    best mean regret (see the module docstring for ``measured_regret``). Depths past the first
+    whose trees stop short of their limit give the same trees and are skipped."""
     depths = sorted({int(d) for d in depths})
     if not depths or depths[0] < 1:
         raise ValueError(f"depths must be positive integers, got {depths}")
@@ -114,38 +133,71 @@ def sweep_depths(
     for depth in depths:
         selector = make_selector(mode, depth, random_state=random_state)
         selector.fit(optima, space.inputs, space.design, space=space, score=score, oracle=oracle)
-        regret = predicted_regret(selector, oracle)
-        raw = predicted_regret(selector, oracle, fallback=False)
-        size = tree_size(selector)
-        rows.append(
-            {
-                "depth": depth,
-                "mean_regret": regret.mean,
-                "p90_regret": regret.p90,
-                "max_regret": regret.max,
-                "leaves": size["leaves"],
-                "nodes": size["nodes"],
-                "actual_depth": size["depth"],
-                "tree_invalid": raw.n_invalid,
-            }
-        )
+        rows.append(_depth_row(depth, selector, oracle, measured_regret, tolerance))
         selectors[depth] = selector
         previous = rows[-2] if len(rows) > 1 else None
         if (
-            size["depth"] < depth
+            rows[-1]["actual_depth"] < depth
             and previous is not None
-            and previous["actual_depth"] == size["depth"]
-            and previous["leaves"] == size["leaves"]
-            and previous["mean_regret"] == regret.mean
+            and previous["actual_depth"] == rows[-1]["actual_depth"]
+            and previous["leaves"] == rows[-1]["leaves"]
+            and previous["mean_regret"] == rows[-1]["mean_regret"]
         ):
             # the same tree twice although allowed to grow: deeper limits change nothing (a
             # single shallower tree is not enough evidence: greedy splits and sibling merges
             # can give a shallow tree at one limit and a deeper, better one at the next)
             break
     table = pd.DataFrame(rows)
-    best = float(table["mean_regret"].min())
-    within = table[table["mean_regret"] <= best + tolerance]
+    candidates = table
+    if measured_regret is not None:
+        candidates = table[table["measured_over"] == table["measured_over"].min()]
+    best = float(candidates["mean_regret"].min())
+    within = candidates[candidates["mean_regret"] <= best + tolerance]
     return DepthSweep(table, int(within["depth"].min()), tolerance, selectors)
+
+
+def _depth_row(
+    depth: int,
+    selector: Selector,
+    oracle: RegretOracle,
+    measured_regret: MeasuredRegret | None,
+    tolerance: float,
+) -> dict[str, float | int]:
+    """One row of the sweep's table (see :class:`DepthSweep`)."""
+    regret = predicted_regret(selector, oracle)
+    raw = predicted_regret(selector, oracle, fallback=False)
+    size = tree_size(selector)
+    return {
+        "depth": depth,
+        "mean_regret": regret.mean,
+        "p90_regret": regret.p90,
+        "max_regret": regret.max,
+        "leaves": size["leaves"],
+        "nodes": size["nodes"],
+        "actual_depth": size["depth"],
+        "tree_invalid": raw.n_invalid,
+        **_measured_columns(selector, oracle, measured_regret, tolerance),
+    }
+
+
+def _measured_columns(
+    selector: Selector,
+    oracle: RegretOracle,
+    measured_regret: MeasuredRegret | None,
+    tolerance: float,
+) -> dict[str, float | int]:
+    """``measured_max`` and ``measured_over`` of a fitted selector (none without
+    ``measured_regret``)."""
+    if measured_regret is None:
+        return {}
+    chosen = selector.select(oracle.inputs)
+    table = pd.concat([oracle.inputs, chosen.reset_index(drop=True)], axis=1)
+    regret = np.asarray(measured_regret(table), dtype=np.float64)
+    known = regret[np.isfinite(regret)]
+    return {
+        "measured_max": float(known.max()) if len(known) else 0.0,
+        "measured_over": int(np.count_nonzero(known > tolerance)),
+    }
 
 
 @dataclass(frozen=True)
@@ -166,9 +218,12 @@ def fit_selector(
     depth_tolerance: float = DEFAULT_TOLERANCE,
     depths: Sequence[int] = DEFAULT_DEPTHS,
     random_state: int = 0,
+    oracle: RegretOracle | None = None,
+    measured_regret: MeasuredRegret | None = None,
 ) -> FittedSelector:
     """Fit the selector of ``mode`` on the optima, at ``max_depth`` or, with ``"auto"``, at the
-    depth :func:`sweep_depths` chooses. The space's constraints are checked at run time."""
+    depth :func:`sweep_depths` chooses (``oracle`` and ``measured_regret`` as there). The
+    space's constraints are checked at run time."""
     if mode not in MODES:
         raise ValueError(f"unknown tree mode {mode!r} (allowed: {', '.join(MODES)})")
     if max_depth == "auto":
@@ -185,5 +240,7 @@ def fit_selector(
         depths=tried,
         tolerance=depth_tolerance,
         random_state=random_state,
+        oracle=oracle,
+        measured_regret=measured_regret,
     )
     return FittedSelector(sweep.selector, sweep)

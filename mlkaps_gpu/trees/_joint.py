@@ -35,7 +35,8 @@ import numpy as np
 import pandas as pd
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
-from mlkaps_gpu.trees._leaf_choice import LeafChoice, graft, plan_leaves
+from mlkaps_gpu.space import Space
+from mlkaps_gpu.trees._leaf_choice import LeafChoice, Plan, graft, plan_leaves
 from mlkaps_gpu.trees._model import DecisionModel, LeafOutput, TreeStructure
 from mlkaps_gpu.trees._regions import leaf_boxes
 from mlkaps_gpu.trees._regret import RegretOracle
@@ -119,14 +120,50 @@ class JointSelector(Selector):
             if isinstance(self.tree_, TreeStructure)
             else TreeStructure.from_sklearn(self.tree_)
         )
+        plans, rows = self._plan_leaves(
+            structure, features, codes, configurations, inverse, by_frequency, oracle, space
+        )
+        self.leaves_ = pd.DataFrame(rows)
+        structure, leaves = graft(structure, plans)
+        chosen = np.array([leaf.codes for leaf in leaves], dtype=np.int64)
+        structure, chosen = merge_equal_leaves(structure, chosen)
+        outputs = tuple(
+            LeafOutput(parameter, 0, chosen[:, index])
+            for index, parameter in enumerate(self.design_)
+        )
+        return DecisionModel(
+            inputs=self.inputs_,
+            trees=(structure,),
+            tree_names=("joint",),
+            outputs=outputs,
+            description=(
+                f"JointSelector(max_depth={self.max_depth}, min_samples_leaf="
+                f"{self.min_samples_leaf}, partition={self.partition!r}, random_state="
+                f"{self.random_state}), one tree whose leaves hold complete configurations"
+            ),
+        )
+
+    def _plan_leaves(
+        self,
+        structure: TreeStructure,
+        features: np.ndarray,
+        codes: np.ndarray,
+        configurations: np.ndarray,
+        inverse: np.ndarray,
+        by_frequency: np.ndarray,
+        oracle: RegretOracle,
+        space: Space,
+    ) -> tuple[list[Plan], list[dict[str, Any]]]:
+        """Per leaf of the partition, the plan of its configuration (:class:`LeafChoice`) and
+        the rows of ``leaves_``."""
         leaf_of = structure.apply(features)
         validity = Validity.build(
             self.inputs_, self.design_, [c.source for c in space.constraints], optima_codes=codes
         )
         features32 = features.astype(np.float32).astype(np.float64)
         lower, upper = leaf_boxes(structure, len(self.inputs_))
-        plans = []
-        rows = []
+        plans: list[Plan] = []
+        rows: list[dict[str, Any]] = []
         for leaf in range(structure.n_leaves):
             points = np.flatnonzero(leaf_of == leaf)
             local, local_counts = np.unique(inverse[points], return_counts=True)
@@ -155,25 +192,7 @@ class JointSelector(Selector):
                         "source": part.source,
                     }
                 )
-        self.leaves_ = pd.DataFrame(rows)
-        structure, leaves = graft(structure, plans)
-        chosen = np.array([leaf.codes for leaf in leaves], dtype=np.int64)
-        structure, chosen = merge_equal_leaves(structure, chosen)
-        outputs = tuple(
-            LeafOutput(parameter, 0, chosen[:, index])
-            for index, parameter in enumerate(self.design_)
-        )
-        return DecisionModel(
-            inputs=self.inputs_,
-            trees=(structure,),
-            tree_names=("joint",),
-            outputs=outputs,
-            description=(
-                f"JointSelector(max_depth={self.max_depth}, min_samples_leaf="
-                f"{self.min_samples_leaf}, partition={self.partition!r}, random_state="
-                f"{self.random_state}), one tree whose leaves hold complete configurations"
-            ),
-        )
+        return plans, rows
 
     def _partition(
         self,

@@ -41,6 +41,9 @@ class RegretOracle:
         optima: one row per input point with its optimal configuration.
         space: the search space (its input and design columns are read from ``optima``).
         score: predicted objective (minimised) of rows of inputs + design.
+        clip: clip regrets at zero: the optima are the decisions to reproduce, a
+            configuration scored better than a point's decision is worth no more than it
+            (a decision made from measurements outranks a prediction below it).
 
     Attributes:
         inputs: the input columns of the points (index 0..n-1).
@@ -49,9 +52,12 @@ class RegretOracle:
         n_scored: rows scored so far.
     """
 
-    def __init__(self, optima: pd.DataFrame, space: Space, score: Score) -> None:
+    def __init__(
+        self, optima: pd.DataFrame, space: Space, score: Score, *, clip: bool = False
+    ) -> None:
         self.space = space
         self.score = score
+        self.clip = clip
         self.inputs = optima[space.input_names].reset_index(drop=True)
         self.codes = space.design_codes(optima)
         if np.any(self.codes < 0):
@@ -74,6 +80,10 @@ class RegretOracle:
         self.n_scored += len(points)
         return values
 
+    def _relative(self, values: np.ndarray, points: np.ndarray) -> np.ndarray:
+        regret = relative_regret(values, self.reference[points])
+        return np.maximum(regret, 0.0) if self.clip else regret
+
     @staticmethod
     def _key(codes: np.ndarray) -> bytes:
         return np.ascontiguousarray(codes, dtype=np.int64).tobytes()
@@ -87,7 +97,7 @@ class RegretOracle:
             block = np.array(missing, dtype=np.int64)
             owner = np.repeat(points, len(block))
             values = self._score(owner, np.tile(block, (len(points), 1)))
-            regret = relative_regret(values, self.reference[owner]).reshape(len(points), -1)
+            regret = self._relative(values, owner).reshape(len(points), -1)
             for index, configuration in enumerate(block):
                 self._cache[self._key(configuration)] = regret[:, index]
         return np.column_stack([self._cache[self._key(c)] for c in configurations])
@@ -109,7 +119,7 @@ class RegretOracle:
                     unknown[rows] = False
         if unknown.any():
             values = self._score(points[unknown], codes[unknown])
-            out[unknown] = relative_regret(values, self.reference[points[unknown]])
+            out[unknown] = self._relative(values, points[unknown])
         return out
 
     def matrix(self, points: np.ndarray, configurations: np.ndarray) -> np.ndarray:
@@ -126,7 +136,7 @@ class RegretOracle:
             block = configurations[missing]
             owner = np.repeat(points, len(block))
             values = self._score(owner, np.tile(block, (len(points), 1)))
-            regret = relative_regret(values, self.reference[owner])
+            regret = self._relative(values, owner)
             out[:, missing] = regret.reshape(len(points), len(block))
         return out
 

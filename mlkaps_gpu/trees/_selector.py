@@ -80,6 +80,41 @@ def design_codes(optima: pd.DataFrame, parameter: Parameter) -> np.ndarray:
     return codes
 
 
+def _check_fit_arguments(
+    optima: pd.DataFrame,
+    inputs: tuple[Parameter, ...],
+    design: tuple[Parameter, ...],
+    space: Space | None,
+) -> np.ndarray:
+    """Check :meth:`Selector.fit`'s arguments; returns the optima's float64 feature matrix."""
+    for parameter in (*inputs, *design):
+        if not isinstance(parameter, Parameter):
+            raise TypeError(f"expected Parameter objects, got {type(parameter).__name__}")
+    if not inputs or not design:
+        raise ValueError("a selector needs at least one input and one design parameter")
+    names = [p.name for p in (*inputs, *design)]
+    if len(set(names)) != len(names):
+        raise ValueError(f"parameter names must be unique across inputs and design: {names}")
+    missing = [name for name in names if name not in optima.columns]
+    if missing:
+        raise ValueError(f"optima table lacks column(s) {missing}")
+    if len(optima) == 0:
+        raise ValueError("optima table is empty")
+    features = input_features(optima, inputs)
+    if not np.all(np.isfinite(features)):
+        raise ValueError("input columns of the optima table must be finite (no NaN or inf)")
+    if space is not None:
+        if [p.name for p in inputs] != space.input_names or [
+            p.name for p in design
+        ] != space.design_names:
+            raise ValueError(
+                f"the space's parameters ({space.input_names} / {space.design_names}) "
+                f"differ from those given ({[p.name for p in inputs]} / "
+                f"{[p.name for p in design]})"
+            )
+    return features
+
+
 class Selector(abc.ABC):
     """Base class of tree selectors; subclasses implement :meth:`_fit_model`.
 
@@ -118,31 +153,7 @@ class Selector(abc.ABC):
                 its cached predictions (optional; a depth sweep passes one).
         """
         inputs, design = tuple(inputs), tuple(design)
-        for parameter in (*inputs, *design):
-            if not isinstance(parameter, Parameter):
-                raise TypeError(f"expected Parameter objects, got {type(parameter).__name__}")
-        if not inputs or not design:
-            raise ValueError("a selector needs at least one input and one design parameter")
-        names = [p.name for p in (*inputs, *design)]
-        if len(set(names)) != len(names):
-            raise ValueError(f"parameter names must be unique across inputs and design: {names}")
-        missing = [name for name in names if name not in optima.columns]
-        if missing:
-            raise ValueError(f"optima table lacks column(s) {missing}")
-        if len(optima) == 0:
-            raise ValueError("optima table is empty")
-        features = input_features(optima, inputs)
-        if not np.all(np.isfinite(features)):
-            raise ValueError("input columns of the optima table must be finite (no NaN or inf)")
-        if space is not None:
-            if [p.name for p in inputs] != space.input_names or [
-                p.name for p in design
-            ] != space.design_names:
-                raise ValueError(
-                    f"the space's parameters ({space.input_names} / {space.design_names}) "
-                    f"differ from those given ({[p.name for p in inputs]} / "
-                    f"{[p.name for p in design]})"
-                )
+        features = _check_fit_arguments(optima, inputs, design, space)
         self.inputs_, self.design_ = inputs, design
         context = FitContext(space=space, score=score, oracle=oracle)
         model = self._fit_model(features, optima, context)

@@ -1,0 +1,264 @@
+"""Decisions from evidence: the configuration each grid point ships, and what it is worth.
+
+A grid point's candidates are the grid optimizer's choice (the surrogate's predicted optimum),
+every configuration measured at the point's exact inputs, and the incumbents (best measured
+configurations) of the input points measured repeatedly (a categorical GPU input...), valid
+there. Each candidate gets an estimate in the objective's model space (``log`` of a positive
+objective) from a :class:`~mlkaps_gpu.surrogate.BootstrapEnsemble` (mean, sd over its members)
+and, where it was measured, from the measurement (its mean and standard error, from the raw
+repeat times); the two are combined by precision (inverse variance), so a measurement decides
+wherever it is more certain than the model, which it is unless the timings are very noisy. The
+decision is the candidate of lowest *pessimistic* estimate ``mean + kappa * uncertainty``: an
+unmeasured configuration replaces the best measured one only when the model is confident it is
+better, which guards against the optimizer's curse (the argmin of a model over thousands of
+configurations is where the model errs low).
+
+:class:`EvidenceScore` gives the trees the same pessimistic estimate as their score, so the
+regret a depth is judged by is measured where a configuration was measured, and
+:meth:`EvidenceScore.measured_regret` gives the regret that measurements alone establish
+(NaN where the configuration or the point's decision was not measured), which the depth
+selection never lets exceed its tolerance.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from mlkaps_gpu.space import Space
+from mlkaps_gpu.surrogate import BootstrapEnsemble
+
+#: Weight of the uncertainty in the pessimistic estimate ``mean + kappa * uncertainty``.
+DECIDE_KAPPA = 1.0
+#: Smallest relative standard error assumed for a measurement (timer resolution, drift).
+NOISE_FLOOR = 0.005
+#: Most incumbents of other input points carried to a grid point as candidates.
+GLOBAL_CANDIDATES = 16
+
+
+def _relative_standard_error(raw: object, n_repeats: object) -> float:
+    """Standard error of a measurement's mean relative to the mean, from its raw repeats."""
+    try:
+        values = np.asarray(json.loads(str(raw)), dtype=np.float64).reshape(-1)
+    except (ValueError, TypeError):
+        return NOISE_FLOOR
+    values = values[np.isfinite(values)]
+    if len(values) < 2 or values.mean() == 0:
+        return NOISE_FLOOR
+    error = float(values.std(ddof=1) / abs(values.mean()) / math.sqrt(len(values)))
+    return max(NOISE_FLOOR, error)
+
+
+class Evidence:
+    """Successful measurements of one objective, aggregated per configuration (inputs and
+    design), in the model space: ``f = log(y)`` when every value is positive (``log_space``),
+    else ``y``; then signed (``sign * f`` is minimised).
+
+    Attributes:
+        table: one row per measured configuration: its columns, ``_f`` (signed mean of ``f``),
+            ``_se`` (standard error of ``_f``) and ``_n`` (measurements).
+        log_space: whether ``f`` is the log.
+    """
+
+    def __init__(
+        self,
+        samples: pd.DataFrame,
+        space: Space,
+        objective: str,
+        *,
+        maximize: bool = False,
+    ) -> None:
+        self.space = space
+        self.objective = objective
+        self.sign = -1.0 if maximize else 1.0
+        ok = samples[(samples["status"] == "ok") & np.isfinite(samples[objective])]
+        values = ok[objective].to_numpy(dtype=np.float64)
+        self.log_space = bool(len(values)) and bool(np.all(values > 0))
+        relative = np.array(
+            [
+                _relative_standard_error(raw, n)
+                for raw, n in zip(
+                    ok.get("raw_times", pd.Series([None] * len(ok))),
+                    ok.get("n_repeats", pd.Series([None] * len(ok))),
+                    strict=True,
+                )
+            ],
+            dtype=np.float64,
+        )
+        if self.log_space:
+            f, se = np.log(values), relative
+        else:
+            f, se = values, relative * np.abs(values)
+        frame = ok[space.names].reset_index(drop=True).assign(_f=self.sign * f, _v=se**2, _n=1)
+        grouped = frame.groupby(space.names, sort=False, dropna=False)
+        table = grouped.agg(_f=("_f", "mean"), _v=("_v", "mean"), _n=("_n", "sum"))
+        table["_se"] = np.sqrt(table["_v"] / table["_n"])
+        self.table = table.drop(columns="_v").reset_index()
+
+    def to_objective(self, signed: np.ndarray) -> np.ndarray:
+        """Objective values from signed model-space values."""
+        f = self.sign * np.asarray(signed, dtype=np.float64)
+        return np.exp(f) if self.log_space else f
+
+    def lookup(self, table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per row: signed measured mean ``_f``, its standard error and the measurement count
+        (NaN, NaN, 0 where the configuration was never measured)."""
+        names = self.space.names
+        keys = table[names].reset_index(drop=True).assign(_row=np.arange(len(table)))
+        merged = keys.merge(self.table, on=names, how="left").sort_values("_row")
+        return (
+            merged["_f"].to_numpy(dtype=np.float64),
+            merged["_se"].to_numpy(dtype=np.float64),
+            merged["_n"].fillna(0).to_numpy(dtype=np.int64),
+        )
+
+    def incumbents(self, limit: int = GLOBAL_CANDIDATES) -> pd.DataFrame:
+        """Best measured configuration of every input point measured at least twice, best
+        (lowest signed value) first, at most ``limit``."""
+        inputs = self.space.input_names
+        table = self.table
+        if table.empty:
+            return table
+        counts = table.groupby(inputs, sort=False, dropna=False)["_n"].transform("size")
+        repeated = table[counts.to_numpy() >= 2]
+        best = repeated.sort_values("_f", kind="stable").drop_duplicates(inputs)
+        return best.head(limit).reset_index(drop=True)
+
+
+class EvidenceScore:
+    """Estimates of configurations from measurements and a bootstrapped ensemble.
+
+    Args:
+        evidence: the measurements.
+        model: an ensemble fitted in the same model space (``log_target == log_space``).
+        feature_space: the space whose features the model was trained on.
+        kappa: weight of the uncertainty in the pessimistic estimate.
+    """
+
+    def __init__(
+        self,
+        evidence: Evidence,
+        model: BootstrapEnsemble,
+        feature_space: Space,
+        *,
+        kappa: float = DECIDE_KAPPA,
+    ) -> None:
+        self.evidence = evidence
+        self.model = model
+        self.feature_space = feature_space
+        self.kappa = kappa
+
+    def estimate(self, table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Signed model-space mean, its uncertainty and whether each row was measured."""
+        sign = self.evidence.sign
+        mean, sd = self.model.predict_log(self.feature_space.features(table))
+        mean = sign * mean
+        sd = np.maximum(sd, 1e-12)
+        measured, se, count = self.evidence.lookup(table)
+        seen = count > 0
+        precision_model = 1.0 / sd**2
+        precision_measured = np.where(seen, 1.0 / np.maximum(se, 1e-12) ** 2, 0.0)
+        total = precision_model + precision_measured
+        combined = (
+            mean * precision_model + np.where(seen, measured, 0.0) * precision_measured
+        ) / total
+        return combined, 1.0 / np.sqrt(total), seen
+
+    def pessimistic(self, table: pd.DataFrame) -> np.ndarray:
+        """Signed ``mean + kappa * uncertainty`` per row."""
+        mean, uncertainty, _ = self.estimate(table)
+        return mean + self.kappa * uncertainty
+
+    def score(self, table: pd.DataFrame) -> np.ndarray:
+        """The pessimistic estimate as a minimised objective value (the trees' score)."""
+        return self.evidence.sign * self.evidence.to_objective(self.pessimistic(table))
+
+    def predicted(self, table: pd.DataFrame) -> np.ndarray:
+        """The ensemble's prediction of the objective (geometric mean of the members)."""
+        return np.asarray(self.model.predict(self.feature_space.features(table)))
+
+    def measured_regret(self, table: pd.DataFrame, decisions: pd.DataFrame) -> np.ndarray:
+        """Relative regret of each row's configuration against the decision at the same
+        inputs (``decisions`` aligned with ``table``), from measurements only (NaN where
+        either was not measured), clipped at zero."""
+        mine, _, mine_n = self.evidence.lookup(table)
+        best, _, best_n = self.evidence.lookup(decisions)
+        value = self.evidence.to_objective(mine)
+        reference = self.evidence.to_objective(best)
+        regret = self.evidence.sign * (value - reference) / np.abs(reference)
+        known = (mine_n > 0) & (best_n > 0)
+        return np.where(known, np.maximum(regret, 0.0), np.nan)
+
+
+def decide(
+    optima: pd.DataFrame,
+    score: EvidenceScore,
+    space: Space,
+    objective: str,
+) -> pd.DataFrame:
+    """The configuration each grid point ships (see the module docstring).
+
+    Args:
+        optima: the grid optimizer's table (inputs, design, ``predicted_<objective>``,
+            ``n_valid``), one row per grid point.
+        score: the evidence.
+        space: the full space.
+        objective: the objective's name.
+
+    Returns:
+        The table with the decided design, ``source`` (``measured`` or ``surrogate``),
+        ``predicted_<objective>`` (the ensemble's prediction of the decided configuration,
+        never one of a configuration replaced), ``measured_<objective>`` (its measured mean,
+        NaN where unmeasured) and ``uncertainty`` (of the decided configuration's estimate,
+        in the model space).
+    """
+    grid = optima.reset_index(drop=True)
+    table = _candidates(grid, score.evidence, space)
+    mean, uncertainty, seen = score.estimate(table[space.names])
+    table = table.assign(_pessimistic=mean + score.kappa * uncertainty, _uncertainty=uncertainty)
+    table["_measured"] = seen
+    best = table.sort_values(["_point", "_pessimistic"], kind="stable").drop_duplicates("_point")
+    best = best.set_index("_point").reindex(np.arange(len(grid)))
+    out = grid.copy()
+    for name in space.design_names:
+        out[name] = best[name].to_numpy()
+        out[name] = out[name].astype(space.parameters[name].dtype)
+    chosen = out[space.names]
+    mine, _, count = score.evidence.lookup(chosen)
+    out[f"predicted_{objective}"] = score.predicted(chosen)
+    out[f"measured_{objective}"] = np.where(count > 0, score.evidence.to_objective(mine), np.nan)
+    out["uncertainty"] = best["_uncertainty"].to_numpy()
+    out["source"] = np.where(count > 0, "measured", "surrogate")
+    return out
+
+
+def _candidates(grid: pd.DataFrame, evidence: Evidence, space: Space) -> pd.DataFrame:
+    """Every grid point's candidates (``_point``: its row in ``grid``): the grid optimizer's
+    choice, the configurations measured there, the other points' incumbents valid there."""
+    inputs = space.input_names
+    point = np.arange(len(grid))
+    candidates = [grid[space.names].assign(_point=point)]
+    measured = evidence.table
+    if len(measured):
+        here = measured[space.names].merge(grid[inputs].assign(_point=point), on=inputs)
+        candidates.append(here)
+    incumbents = evidence.incumbents()
+    if len(incumbents):
+        owner = np.repeat(point, len(incumbents))
+        design = incumbents[space.design_names].iloc[np.tile(np.arange(len(incumbents)), len(grid))]
+        block = pd.concat(
+            [grid[inputs].iloc[owner].reset_index(drop=True), design.reset_index(drop=True)],
+            axis=1,
+        ).assign(_point=owner)
+        candidates.append(block[space.is_valid(block[space.names])])
+    table = pd.concat(candidates, ignore_index=True).drop_duplicates([*space.names, "_point"])
+    return table.reset_index(drop=True)
+
+
+def evidence_columns(objective: str) -> Sequence[str]:
+    """Columns :func:`decide` adds or rewrites."""
+    return (f"predicted_{objective}", f"measured_{objective}", "uncertainty", "source")

@@ -1,0 +1,85 @@
+"""Bootstrapped LightGBM ensemble: accurate mean, a spread that grows away from the data,
+Poisson bootstrap weights, out-of-bag predictions, determinism."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mlkaps_gpu.surrogate import BootstrapEnsemble, Surrogate
+
+
+def bowl(features: np.ndarray) -> np.ndarray:
+    return np.exp(0.5 * (features[:, 0] - 2.0) ** 2 + 0.3 * features[:, 1])
+
+
+def uniform(n: int, seed: int, low: float = 0.0, high: float = 4.0) -> np.ndarray:
+    return np.random.default_rng(seed).uniform(low, high, size=(n, 2))
+
+
+def test_mean_is_accurate_and_prediction_positive() -> None:
+    train, test = uniform(600, 0), uniform(200, 1)
+    model = BootstrapEnsemble(members=5, seed=0).fit(train, bowl(train))
+    assert isinstance(model, Surrogate)
+    prediction = model.predict(test)
+    assert (prediction > 0).all()
+    relative = np.abs(prediction - bowl(test)) / bowl(test)
+    assert np.median(relative) < 0.05
+
+
+def test_members_disagree_more_where_data_are_sparse() -> None:
+    # 400 rows on x0 < 2, 12 rows on 2 <= x0 < 4, a function that keeps changing with x0
+    rng = np.random.default_rng(3)
+    dense = np.column_stack([rng.uniform(0, 2, 400), rng.uniform(0, 4, 400)])
+    sparse = np.column_stack([rng.uniform(2, 4, 12), rng.uniform(0, 4, 12)])
+    train = np.vstack([dense, sparse])
+    target = np.exp(np.sin(3 * train[:, 0]) + 0.2 * train[:, 1])
+    model = BootstrapEnsemble(members=8, seed=1).fit(train, target)
+    members = model.predict_members(train)
+    assert members.shape == (8, 412)
+    assert not np.allclose(members[0], members[1])  # each member its own weighting
+    probe_dense = np.column_stack([rng.uniform(0, 2, 300), rng.uniform(0, 4, 300)])
+    probe_sparse = np.column_stack([rng.uniform(2, 4, 300), rng.uniform(0, 4, 300)])
+    _, sd_dense = model.predict_log(probe_dense)
+    _, sd_sparse = model.predict_log(probe_sparse)
+    assert np.mean(sd_sparse) > 1.5 * np.mean(sd_dense)
+
+
+def test_bootstrap_weights_are_poisson_and_out_of_bag_covers_rows() -> None:
+    train = uniform(500, 4)
+    model = BootstrapEnsemble(members=6, seed=2).fit(train, bowl(train))
+    weights = model.weights_
+    assert weights.shape == (6, 500)
+    assert np.all(weights == np.round(weights))
+    assert 0.25 < np.mean(weights == 0) < 0.5  # P(Poisson(1) = 0) = 0.37
+    oob = model.out_of_bag(train)
+    covered = np.isfinite(oob)
+    assert covered.mean() > 0.9
+    assert (
+        np.median(np.abs(np.exp(oob[covered]) - bowl(train)[covered]) / bowl(train)[covered]) < 0.1
+    )
+
+
+def test_same_seed_same_models_and_other_seed_other_models() -> None:
+    train, test = uniform(300, 5), uniform(50, 6)
+    first = BootstrapEnsemble(seed=7).fit(train, bowl(train)).predict_members(test)
+    second = BootstrapEnsemble(seed=7).fit(train, bowl(train)).predict_members(test)
+    other = BootstrapEnsemble(seed=8).fit(train, bowl(train)).predict_members(test)
+    assert np.array_equal(first, second)
+    assert not np.array_equal(first, other)
+
+
+def test_log_target_refuses_non_positive_and_linear_target_accepts_it() -> None:
+    train = uniform(100, 9)
+    target = train[:, 0] - 2.0
+    with pytest.raises(ValueError, match="positive"):
+        BootstrapEnsemble(log_target=True).fit(train, target)
+    model = BootstrapEnsemble(log_target=False).fit(train, target)
+    mean, sd = model.predict_log(train)
+    assert np.allclose(model.predict(train), mean)
+    assert sd.shape == mean.shape
+
+
+def test_needs_two_members() -> None:
+    with pytest.raises(ValueError, match="at least 2"):
+        BootstrapEnsemble(members=1)
