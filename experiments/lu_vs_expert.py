@@ -27,13 +27,16 @@ import numpy as np
 import pandas as pd
 
 from mlkaps_gpu.campaign import Campaign, parse_config
-from mlkaps_gpu.validation._expert import expert_reference
-from mlkaps_gpu.validation._merge import describe, merge, write_merge
-from mlkaps_gpu.validation._validate import (
+from mlkaps_gpu.validation import (
+    HeadroomSettings,
     Validation,
+    describe_merge,
+    expert_reference,
+    merge,
     parse_grid,
     reassess,
     validate,
+    write_merge,
     write_validation,
 )
 
@@ -157,11 +160,12 @@ def run_budget(budget: int, args: argparse.Namespace, reuse: dict[int, Path]) ->
         for stage in ("before", "after"):  # redraw the figures
             write_validation(Validation.load(merge_dir / stage), merge_dir / stage, campaign.space)
     else:
-        result = merge(campaign, expert, before=before, seed=args.seed)
+        headroom = HeadroomSettings(seed=args.seed)
+        result = merge(campaign, expert, before=before, seed=args.seed, headroom=headroom)
         write_merge(result, merge_dir, campaign.space)
         summary, after, decisions = result.summary, result.after, result.decisions
     merge_seconds = time.perf_counter() - started
-    print(f"budget {budget}: merge [{merge_seconds:.0f} s]\n{describe(summary)}", flush=True)
+    print(f"budget {budget}: merge [{merge_seconds:.0f} s]\n{describe_merge(summary)}", flush=True)
     campaign.setup.executor.close()
 
     points = before.points
@@ -200,10 +204,11 @@ def run_budget(budget: int, args: argparse.Namespace, reuse: dict[int, Path]) ->
         "before": headline(summary["before"]),
         "after": headline(summary["after"]),
         "merge": {
-            k: summary[k]
+            k: summary.get(k)
             for k in ("kept_tuned", "kept_expert", "tree_agreement", "header", "verification")
         }
-        | {"tree": {k: v for k, v in summary["tree"].items() if k != "depth_sweep"}},
+        | {"tree": {k: v for k, v in summary["tree"].items() if k != "depth_sweep"}}
+        | {"shipped": summary.get("shipped", "merged"), "headroom": _headroom(summary)},
         "openblas": {
             "geomean tuned / openblas": float(np.exp(np.mean(np.log(table["tuned_s"] / openblas)))),
             "geomean expert / openblas": float(
@@ -221,6 +226,30 @@ def run_budget(budget: int, args: argparse.Namespace, reuse: dict[int, Path]) ->
         "figures": figure_copies(budget, campaign, args.out),
     }
     return {"record": record, "table": table}
+
+
+def _headroom(summary: dict[str, Any]) -> dict[str, Any] | None:
+    """The merge's headroom summary (a local search around the expert), without the points."""
+    headroom = summary.get("headroom")
+    if not headroom:
+        return None
+    return {k: v for k, v in headroom.items() if k != "points"} | {
+        "points measured": len(headroom.get("points", []))
+    }
+
+
+def _headroom_line(record: dict[str, Any]) -> str:
+    merge_info = record["merge"]
+    headroom = merge_info.get("headroom")
+    if not headroom or headroom.get("geomean_headroom") is None:
+        return f"| {record['budget']} | {merge_info.get('shipped', 'merged')} | - | - | - | - |"
+    share = headroom.get("median_share_reached")
+    return (
+        f"| {record['budget']} | {merge_info.get('shipped', 'merged')} | "
+        f"{headroom['geomean_headroom']:.3f}x | {headroom['points measured']} | "
+        f"{headroom['points_with_headroom']} | "
+        f"{'-' if share is None else f'{100 * share:.0f}%'} |"
+    )
 
 
 def markdown(records: list[dict[str, Any]], args: argparse.Namespace) -> str:
@@ -280,6 +309,17 @@ def markdown(records: list[dict[str, Any]], args: argparse.Namespace) -> str:
             f"{record['sampling'].get('wall_seconds', '-')} | {record['seconds']['validate']} | "
             f"{record['seconds']['validate again']} |"
         )
+    lines += [
+        "",
+        "Headroom: at evenly spread validation points, the expert and up to 6 of its valid "
+        "one-parameter neighbours measured 3 rounds each; headroom = expert / best of them "
+        "(geomean); share = log(shipped speedup) / log(headroom) where the headroom is beyond "
+        "the point's noise (median).",
+        "",
+        "| budget | ships | headroom (geomean) | points | points beyond noise | share reached |",
+        "|---|---|---|---|---|---|",
+        *(_headroom_line(record) for record in records),
+    ]
     lines += [
         "",
         "| budget | stage | run | load average (start, end) | same-configuration points | "
