@@ -60,29 +60,41 @@ def tune(
         The finished :class:`~mlkaps_gpu.campaign.Campaign` (its ``header_path`` is the header).
 
     Example:
-        >>> import mlkaps_gpu as m
-        >>> campaign = m.tune("campaign.toml", out="runs/lu")  # doctest: +SKIP
-        >>> campaign.header_path.read_text()  # doctest: +SKIP
+        >>> campaign = mlkaps_gpu.tune("campaign.toml", out="runs/lu")  # doctest: +SKIP
     """
-    from mlkaps_gpu.campaign import Campaign, load_config, parse_config
+    from mlkaps_gpu.campaign import Campaign, load_config
 
     if out is None:
         raise TypeError("tune: give the campaign directory as out=...")
-    out = Path(out)
     if space is not None:
         if config is not None or kernel is None or budget is None:
             raise TypeError("tune: give either config, or space with kernel and budget")
         wanted = dict(objectives or {"time": "minimize"})
         text = config_text(space, budget=budget, objectives=wanted, prefix=prefix, seed=seed)
-        campaign = Campaign.create_or_resume(parse_config(text, label="tune()"), out, force=force)
-        _drive(campaign, kernel, list(wanted), progress)
-        campaign.run(progress)
-        return campaign
+        return _tune_objects(text, Path(out), kernel, list(wanted), force=force, progress=progress)
     if config is None:
         raise TypeError("tune: give config (a TOML file or load_config's result) or space")
     if isinstance(config, str | os.PathLike):
         config = load_config(Path(config))
-    campaign = Campaign.create_or_resume(config, out, force=force)
+    campaign = Campaign.create_or_resume(config, Path(out), force=force)
+    campaign.run(progress)
+    return campaign
+
+
+def _tune_objects(
+    text: str,
+    out: Path,
+    kernel: Kernel,
+    objectives: list[str],
+    *,
+    force: bool,
+    progress: Progress | None,
+) -> Campaign:
+    """The campaign of a configuration text measured by ``kernel`` through ask / tell."""
+    from mlkaps_gpu.campaign import Campaign, parse_config
+
+    campaign = Campaign.create_or_resume(parse_config(text, label="tune()"), out, force=force)
+    _drive(campaign, kernel, objectives, progress)
     campaign.run(progress)
     return campaign
 
