@@ -20,6 +20,10 @@ interleaved (lightgbm, project, lightgbm, ...), the median rows/s reported with 
 LightGBM's at 1e4 rows); ``max_rel_diff``: largest relative difference to LightGBM's prediction
 of the same rows (optimizer rows: of the optima the optimizer returned).
 
+``--commands`` times the command line on the replay campaign instead (median wall of 7
+interleaved runs of ``mlkaps-gpu select`` for one input and for a 5-row ``--csv`` table,
+``--help`` and ``--version``, each in a new process, as a user runs them).
+
     python experiments/bench_predict.py --quick --csv out.csv
 """
 
@@ -214,6 +218,38 @@ def run_model(
     return rows + optimizer_rows(name, space, load, small, large, base)
 
 
+def command_timings(campaign: Path, repeats: int = 7) -> str:
+    """Median wall of the light commands, in new processes, interleaved."""
+    with tempfile.TemporaryDirectory() as folder:
+        table = Path(folder) / "inputs.csv"
+        table.write_text("gpu\nA100\nA4000\nMI250X\nW6600\nW7800\n", encoding="utf-8")
+        commands = {
+            "select CAMPAIGN gpu=A100": ["select", str(campaign), "gpu=A100"],
+            "select CAMPAIGN --csv inputs.csv (5 rows)": [
+                "select",
+                str(campaign),
+                "--csv",
+                str(table),
+            ],
+            "--help": ["--help"],
+            "--version": ["--version"],
+        }
+        subprocess.run(["mlkaps-gpu", *commands["select CAMPAIGN gpu=A100"]], check=True)
+        seconds: dict[str, list[float]] = {name: [] for name in commands}
+        for _ in range(repeats):
+            for name, arguments in commands.items():
+                started = time.perf_counter()
+                subprocess.run(["mlkaps-gpu", *arguments], check=True, capture_output=True)
+                seconds[name].append(time.perf_counter() - started)
+    lines = ["| command | median wall s | min | max |", "|---|---|---|---|"]
+    for name, values in seconds.items():
+        lines.append(
+            f"| `mlkaps-gpu {name}` | {statistics.median(values):.3f} | {min(values):.3f} | "
+            f"{max(values):.3f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def markdown(table: pd.DataFrame) -> str:
     lines = [
         "| model | path | threads | batch rows (grid points) | rows/s | vs LightGBM | "
@@ -236,10 +272,21 @@ def main() -> int:
     parser.add_argument("--csv", type=Path, default=None, help="write the table as CSV here")
     parser.add_argument("--md", type=Path, default=None, help="write the table as markdown here")
     parser.add_argument("--campaign", type=Path, default=None, help="a finished replay campaign")
+    parser.add_argument("--commands", action="store_true", help="time the command line instead")
     args = parser.parse_args()
     lines = provenance()
     started = time.perf_counter()
     repeats = 3 if args.quick else 7
+    if args.commands:
+        if args.campaign is None:
+            parser.error("--commands needs --campaign (a finished replay campaign)")
+        timings = command_timings(args.campaign)
+        lines.append(f"load average at end: {load_average()}")
+        report = header(lines, markdown=True) + timings
+        print(report)
+        if args.md is not None:
+            args.md.write_text(report, encoding="utf-8")
+        return 0
     os.environ.setdefault("MLKAPS_GPU_DATA", str(ROOT.parent / "shared" / "data" / "replay"))
     replay = replay_model(args.campaign)
     replay_large = replay[2].loc[np.tile(np.arange(len(replay[2])), 100)].reset_index(drop=True)
