@@ -5,5 +5,7 @@ constraints, expert default and ``make_executor(**options)``.
 """
 
 from ._registry import BUILTIN_KERNELS, BuiltinKernel, available_cores, load_builtin
+from ._scipy_lu import scipy_lu, scipy_lu_expert
 
 __all__ = ["BUILTIN_KERNELS", "BuiltinKernel", "available_cores", "load_builtin"]
+__all__ += ["scipy_lu", "scipy_lu_expert"]
