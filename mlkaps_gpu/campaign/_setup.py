@@ -3,7 +3,6 @@ created, so every error is reported while nothing has been written)."""
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -94,30 +93,22 @@ def _check_unique(label: str, inputs: list[Parameter], design: list[Parameter]) 
 
 
 def _python_executor(config: CampaignConfig) -> Executor:
-    label = config.path.name
+    """The kernel ``module:function`` or ``file.py:function`` (relative to the configuration
+    file), run in a worker process with the ``[kernel]`` timeout and memory cap."""
     kernel = config.kernel
-    reference = kernel.function or ""
-    module_name, _, function_name = reference.partition(":")
-    if not module_name or not function_name:
-        raise ConfigError(
-            f"{label}: [kernel] function: must be 'module:function', got {reference!r}"
-        )
     try:
-        module = importlib.import_module(module_name)
-    except ImportError as error:
-        raise ConfigError(
-            f"{label}: [kernel] function: cannot import {module_name} ({error})"
-        ) from None
-    function = getattr(module, function_name, None)
-    if not callable(function):
-        raise ConfigError(f"{label}: [kernel] function: {reference} is not a callable")
-    return PythonExecutor(
-        function,
-        objectives=tuple(config.objectives),
-        repeats=kernel.repeats,
-        warmup=kernel.warmup,
-        measure=kernel.measure,
-    )
+        return PythonExecutor(
+            kernel.function or "",
+            objectives=tuple(config.objectives),
+            repeats=kernel.repeats,
+            warmup=kernel.warmup,
+            measure=kernel.measure,
+            base=config.path.parent,
+            timeout_s=kernel.timeout,
+            memory_limit_mib=kernel.memory_limit,
+        )
+    except ExecutorError as error:
+        raise ConfigError(f"{config.path.name}: [kernel] function: {error}") from None
 
 
 def _command_executor(config: CampaignConfig) -> Executor:

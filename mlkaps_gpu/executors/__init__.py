@@ -3,6 +3,7 @@
 from mlkaps_gpu.executors._base import (
     COMPILE_ERROR,
     INVALID,
+    INVALID_MEASUREMENT,
     OK,
     RESULT_COLUMNS,
     RUNTIME_ERROR,
@@ -60,6 +61,7 @@ __all__ = [
     "summarize_raw",
     "COMPILE_ERROR",
     "INVALID",
+    "INVALID_MEASUREMENT",
     "OK",
     "RESULT_COLUMNS",
     "RUNTIME_ERROR",

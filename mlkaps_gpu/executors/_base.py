@@ -5,6 +5,11 @@ rows (one column per input and design parameter); each call returns one result r
 in the same order. A failed measurement is a *result* (a status other than ``ok``), never an
 exception: it is stored like any other and never retried silently. ``close`` releases worker
 processes, compiled modules or devices.
+
+A result that cannot be a measurement (an objective that is NaN or infinite, or a duration that
+is zero or negative) is stored with the status ``invalid_measurement`` and no objective values,
+whatever the executor said: such a value would otherwise reach the model (and a log-scale target
+would break on it).
 """
 
 from __future__ import annotations
@@ -18,12 +23,20 @@ import numpy as np
 import pandas as pd
 
 #: Allowed values of the ``status`` column.
-STATUSES: tuple[str, ...] = ("ok", "invalid", "compile_error", "runtime_error", "timeout")
+STATUSES: tuple[str, ...] = (
+    "ok",
+    "invalid",
+    "compile_error",
+    "runtime_error",
+    "timeout",
+    "invalid_measurement",
+)
 OK = "ok"
 INVALID = "invalid"
 COMPILE_ERROR = "compile_error"
 RUNTIME_ERROR = "runtime_error"
 TIMEOUT = "timeout"
+INVALID_MEASUREMENT = "invalid_measurement"
 
 #: Bookkeeping columns every result table has, besides one column per objective.
 RESULT_COLUMNS: tuple[str, ...] = ("status", "n_repeats", "raw_times", "message")
@@ -42,9 +55,12 @@ class Executor(abc.ABC):
 
     Attributes:
         objectives: names of the objective columns this executor produces.
+        timed_objectives: the objectives that are measured durations (must be > 0); None:
+            those named ``time``.
     """
 
     objectives: tuple[str, ...] = ("time",)
+    timed_objectives: tuple[str, ...] | None = None
 
     def run(self, rows: pd.DataFrame) -> pd.DataFrame:
         """Measure every row; returns one result row per input row, same order and index."""
@@ -70,11 +86,37 @@ class Executor(abc.ABC):
             result["raw_times"] = "[]"
         if "message" not in result:
             result["message"] = ""
-        failed = result["status"] != OK
         for column in self.objectives:
             result[column] = result[column].astype(np.float64)
+        self._screen(result)
+        failed = result["status"] != OK
+        for column in self.objectives:
             result.loc[failed, column] = np.nan
         return result[[*self.objectives, *RESULT_COLUMNS]]
+
+    def _screen(self, result: pd.DataFrame) -> None:
+        """Mark ``ok`` rows whose values cannot be measurements ``invalid_measurement``."""
+        timed = (
+            self.timed_objectives
+            if self.timed_objectives is not None
+            else tuple(o for o in self.objectives if o == "time")
+        )
+        ok = (result["status"] == OK).to_numpy().copy()
+        for column in self.objectives:
+            values = result[column].to_numpy(dtype=np.float64)
+            bad = ok & ~np.isfinite(values)
+            if column in timed:
+                bad |= ok & (values <= 0)
+            if bad.any():
+                texts = [
+                    f"{column} = {value!r} is not a possible measurement "
+                    + ("(a duration must be finite and > 0)" if column in timed else "(not finite)")
+                    for value in values[bad].tolist()
+                ]
+                result.loc[bad, "status"] = INVALID_MEASUREMENT
+                result.loc[bad, "message"] = texts
+                result.loc[bad, "n_repeats"] = 0
+                ok &= ~bad
 
     @abc.abstractmethod
     def _run(self, rows: pd.DataFrame) -> pd.DataFrame:

@@ -234,39 +234,7 @@ class ModuleCache:
             c_file = Path(work) / f"{name}.c"
             self._write_c(name, c_file)
             out = Path(work) / f"{name}{self.suffix}"
-            defines = [f"-D{k}={v}" for k, v in sorted(macros.items())]
-            command = [
-                *self.compiler,
-                "-shared",
-                "-fPIC",
-                *self.compile_args,
-                *defines,
-                "-I",
-                sysconfig.get_paths()["include"],
-                str(c_file),
-                "-o",
-                str(out),
-                *self.link_args,
-                "-lm",
-            ]
-            try:
-                done = subprocess.run(
-                    command,
-                    capture_output=True,
-                    text=True,
-                    timeout=self.timeout_s,
-                    check=False,
-                    cwd=work,
-                )
-                error = None
-                if done.returncode != 0:
-                    error = (done.stderr + done.stdout).replace(str(work) + os.sep, "")
-                    error = f"{command[0]} failed (exit {done.returncode}):\n{error}"
-                # only a real verdict of the compiler is cached, not a kill (out of memory...)
-                remember = done.returncode > 0
-            except subprocess.TimeoutExpired:
-                error = f"the compiler ran longer than {self.timeout_s:g} s"
-                remember = False
+            error, remember = self._compile(c_file, out, macros, Path(work))
             if error is not None:
                 if remember:
                     tmp_fail = Path(work) / "error.txt"
@@ -275,6 +243,42 @@ class ModuleCache:
                 return CompileResult(name, None, error, False)
             os.replace(out, target)
         return CompileResult(name, str(target), None, False)
+
+    def _compile(
+        self, c_file: Path, out: Path, macros: Mapping[str, str], work: Path
+    ) -> tuple[str | None, bool]:
+        """Run the compiler: ``(error text or None, whether the failure is worth caching)``;
+        only a real verdict of the compiler is cached, not a kill (out of memory...)."""
+        defines = [f"-D{k}={v}" for k, v in sorted(macros.items())]
+        command = [
+            *self.compiler,
+            "-shared",
+            "-fPIC",
+            *self.compile_args,
+            *defines,
+            "-I",
+            sysconfig.get_paths()["include"],
+            str(c_file),
+            "-o",
+            str(out),
+            *self.link_args,
+            "-lm",
+        ]
+        try:
+            done = subprocess.run(
+                command,
+                capture_output=True,
+                text=True,
+                timeout=self.timeout_s,
+                check=False,
+                cwd=work,
+            )
+        except subprocess.TimeoutExpired:
+            return f"the compiler ran longer than {self.timeout_s:g} s", False
+        if done.returncode == 0:
+            return None, False
+        text = (done.stderr + done.stdout).replace(str(work) + os.sep, "")
+        return f"{command[0]} failed (exit {done.returncode}):\n{text}", done.returncode > 0
 
     def _write_c(self, name: str, c_file: Path) -> None:
         import cffi
@@ -286,6 +290,30 @@ class ModuleCache:
         ffi.set_source(name, text)
         with _CODEGEN_LOCK, contextlib.redirect_stdout(io.StringIO()):
             ffi.emit_c_code(str(c_file))
+
+
+def _compiler_command(compiler: str | Sequence[str] | None) -> list[str]:
+    """The C compiler as an argument list (default ``$CC`` split on spaces, else ``gcc``)."""
+    if compiler is None:
+        command = os.environ.get("CC", "gcc").split() or ["gcc"]
+    elif isinstance(compiler, str):
+        command = [compiler]
+    else:
+        command = list(compiler)
+    if shutil.which(command[0]) is None:
+        raise ExecutorError(f"C compiler {command[0]!r} not found")
+    return command
+
+
+def _worker_environment(pin_threads: bool, env: Mapping[str, str] | None) -> dict[str, str]:
+    """Variables added to the worker's environment: thread pinning unless the campaign's own
+    OpenMP placement settings are set, then ``env``."""
+    worker_env = dict(PINNING) if pin_threads else {}
+    for name in PINNING:
+        if name in os.environ:
+            worker_env.pop(name, None)
+    worker_env.update(env or {})
+    return worker_env
 
 
 def _check_prototype(prototype: str) -> str:
@@ -361,27 +389,7 @@ class CffiExecutor(Executor):
             raise ExecutorError("build_arguments must be callable")
         if check is not None and not callable(check):
             raise ExecutorError("check must be callable or None")
-        if isinstance(macros, Mapping):
-            self.macro_names = {str(k): str(v) for k, v in macros.items()}
-        else:
-            self.macro_names = {str(k): str(k) for k in macros}
-        for macro in self.macro_names.values():
-            if not macro.isidentifier():
-                raise ExecutorError(f"macro name {macro!r} is not an identifier")
-        self.macros = list(self.macro_names)
-        self.runtime = list(runtime)
-        self.threads = threads
-        design = [*self.macros, *self.runtime, *([threads] if threads else [])]
-        if len(set(design)) != len(design):
-            raise ExecutorError(f"a design parameter is listed twice: {design}")
-        self.design_names = design
-        if compiler is None:
-            compiler = os.environ.get("CC", "gcc").split() or ["gcc"]
-        elif isinstance(compiler, str):
-            compiler = [compiler]
-        compiler = list(compiler)
-        if shutil.which(compiler[0]) is None:
-            raise ExecutorError(f"C compiler {compiler[0]!r} not found")
+        self._set_design(macros, runtime, threads)
         self.timing = timing or TimingPolicy()
         if timeout_s <= 0:
             raise ExecutorError("timeout_s must be > 0")
@@ -390,7 +398,7 @@ class CffiExecutor(Executor):
             text,
             label,
             self.prototype,
-            compiler=compiler,
+            compiler=_compiler_command(compiler),
             compile_args=(
                 list(extra_compile_args) if extra_compile_args is not None else ["-O2", "-fopenmp"]
             ),
@@ -407,15 +415,31 @@ class CffiExecutor(Executor):
             "policy": self.timing,
             "seed": int(seed),
         }
-        worker_env = dict(PINNING) if pin_threads else {}
-        for name in PINNING:  # the campaign's own OpenMP placement settings win
-            if name in os.environ:
-                worker_env.pop(name, None)
-        worker_env.update(env or {})
-        self.worker_env = worker_env
+        self.worker_env = _worker_environment(pin_threads, env)
         self.worker = WorkerHandle(
-            "mlkaps_gpu.executors._cffi_runner:CffiRunner", config, env=worker_env
+            "mlkaps_gpu.executors._cffi_runner:CffiRunner", config, env=self.worker_env
         )
+
+    def _set_design(
+        self,
+        macros: Iterable[str] | Mapping[str, str],
+        runtime: Iterable[str],
+        threads: str | None,
+    ) -> None:
+        if isinstance(macros, Mapping):
+            self.macro_names = {str(k): str(v) for k, v in macros.items()}
+        else:
+            self.macro_names = {str(k): str(k) for k in macros}
+        for macro in self.macro_names.values():
+            if not macro.isidentifier():
+                raise ExecutorError(f"macro name {macro!r} is not an identifier")
+        self.macros = list(self.macro_names)
+        self.runtime = list(runtime)
+        self.threads = threads
+        design = [*self.macros, *self.runtime, *([threads] if threads else [])]
+        if len(set(design)) != len(design):
+            raise ExecutorError(f"a design parameter is listed twice: {design}")
+        self.design_names = design
 
     # ------------------------------------------------------------------------ bookkeeping
     @property

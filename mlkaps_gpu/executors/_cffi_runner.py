@@ -86,30 +86,10 @@ class CffiRunner:
         module = self._load(request["module"], request["path"])
         ffi, lib = module.ffi, module.lib
         function = getattr(lib, self.entry)
-        ftype = ffi.typeof(function)
-        inputs: dict[str, Any] = request["inputs"]
-        design: dict[str, Any] = request["design"]
-
-        progress("building the arguments")
-        rng = np.random.default_rng(input_seed(self.seed, inputs))
-        try:
-            call = self.builder(dict(inputs), rng)
-        except Exception as error:  # noqa: BLE001 - a broken builder fails the row
-            return _failure(
-                "runtime_error", f"build_arguments raised {type(error).__name__}: {error}"
-            )
-        try:
-            if not isinstance(call, KernelCall):
-                raise _BadCallError(f"the builder returned {type(call).__name__}, not KernelCall")
-            cargs, values, keep = self._convert(ffi, ftype, call, design)
-            restore = {
-                pos: np.array(values[pos], copy=True)
-                for pos in overwritten_positions(call, self.names)
-                if isinstance(values[pos], np.ndarray)
-            }
-        except (_BadCallError, KeyError, TypeError, ValueError) as error:
-            return _failure("runtime_error", f"bad kernel arguments: {error}")
-
+        prepared = self._arguments(ffi, ffi.typeof(function), request, progress)
+        if isinstance(prepared, dict):
+            return prepared  # the row failed before the kernel ran
+        cargs, values, keep, restore = prepared
         if request.get("threads") is not None:
             lib._mlkaps_set_threads(int(request["threads"]))
 
@@ -143,6 +123,34 @@ class CffiRunner:
         if len(self._modules) >= MAX_MODULES:
             result["restart"] = True  # loaded modules cannot be unloaded: start afresh
         return result
+
+    def _arguments(
+        self, ffi: Any, ftype: Any, request: dict[str, Any], progress: Callable[[str], None]
+    ) -> tuple[list[Any], list[Any], list[Any], dict[int, np.ndarray]] | dict[str, Any]:
+        """The kernel's C arguments, their values, the buffers to keep alive and the pristine
+        copies of overwritten arrays; or the failure result of a row whose arguments cannot be
+        built."""
+        inputs: dict[str, Any] = request["inputs"]
+        progress("building the arguments")
+        rng = np.random.default_rng(input_seed(self.seed, inputs))
+        try:
+            call = self.builder(dict(inputs), rng)
+        except Exception as error:  # noqa: BLE001 - a broken builder fails the row
+            return _failure(
+                "runtime_error", f"build_arguments raised {type(error).__name__}: {error}"
+            )
+        try:
+            if not isinstance(call, KernelCall):
+                raise _BadCallError(f"the builder returned {type(call).__name__}, not KernelCall")
+            cargs, values, keep = self._convert(ffi, ftype, call, request["design"])
+            restore = {
+                pos: np.array(values[pos], copy=True)
+                for pos in overwritten_positions(call, self.names)
+                if isinstance(values[pos], np.ndarray)
+            }
+        except (_BadCallError, KeyError, TypeError, ValueError) as error:
+            return _failure("runtime_error", f"bad kernel arguments: {error}")
+        return cargs, values, keep, restore
 
     def _check(
         self,

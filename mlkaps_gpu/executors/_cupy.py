@@ -236,34 +236,10 @@ class CupyRunner:
             function = self._function(request["macros"], progress)
         except cp.cuda.compiler.CompileException as error:
             return {"status": "compile_error", "times": [], "message": str(error)[:4000]}
-        progress("building the arguments")
-        inputs = request["inputs"]
-        rng = np.random.default_rng(input_seed(self.seed, inputs))
-        try:
-            call = self.builder(dict(inputs), rng)
-        except Exception as error:  # noqa: BLE001 - a broken builder fails the row
-            return {
-                "status": "runtime_error",
-                "times": [],
-                "message": f"build_arguments raised {type(error).__name__}: {error}",
-            }
-        try:
-            if not isinstance(call, KernelCall):
-                raise TypeError(f"the builder returned {type(call).__name__}, not KernelCall")
-            host, device = self._convert(call, request["design"])
-            if self.names and len(self.names) != len(host):
-                raise ValueError(
-                    f"{len(host)} arguments for {self.kernel}, which takes {len(self.names)}"
-                )
-            names = self.names or _default_names(len(host))
-            restore = {
-                pos: device[pos].copy()
-                for pos in overwritten_positions(call, names)
-                if isinstance(device[pos], cp.ndarray)
-            }
-        except (KeyError, TypeError, ValueError) as error:
-            return {"status": "runtime_error", "times": [], "message": f"bad arguments: {error}"}
-
+        prepared = self._arguments(request, progress)
+        if isinstance(prepared, dict):
+            return prepared  # the row failed before the kernel ran
+        host, device, restore = prepared
         grid, block, shared = request["grid"], request["block"], request["shared_mem"]
         start, stop = cp.cuda.Event(), cp.cuda.Event()
 
@@ -294,6 +270,41 @@ class CupyRunner:
             }
         summary = summarize(times, self.policy.confidence)
         return {"status": "ok", "times": times, "message": summary.describe()}
+
+    def _arguments(
+        self, request: dict[str, Any], progress: Callable[..., None]
+    ) -> tuple[list[Any], list[Any], dict[int, Any]] | dict[str, Any]:
+        """Host and device arguments and the pristine copies of overwritten device arrays; or
+        the failure result of a row whose arguments cannot be built."""
+        cp = self.cp
+        progress("building the arguments")
+        inputs = request["inputs"]
+        rng = np.random.default_rng(input_seed(self.seed, inputs))
+        try:
+            call = self.builder(dict(inputs), rng)
+        except Exception as error:  # noqa: BLE001 - a broken builder fails the row
+            return {
+                "status": "runtime_error",
+                "times": [],
+                "message": f"build_arguments raised {type(error).__name__}: {error}",
+            }
+        try:
+            if not isinstance(call, KernelCall):
+                raise TypeError(f"the builder returned {type(call).__name__}, not KernelCall")
+            host, device = self._convert(call, request["design"])
+            if self.names and len(self.names) != len(host):
+                raise ValueError(
+                    f"{len(host)} arguments for {self.kernel}, which takes {len(self.names)}"
+                )
+            names = self.names or _default_names(len(host))
+            restore = {
+                pos: device[pos].copy()
+                for pos in overwritten_positions(call, names)
+                if isinstance(device[pos], cp.ndarray)
+            }
+        except (KeyError, TypeError, ValueError) as error:
+            return {"status": "runtime_error", "times": [], "message": f"bad arguments: {error}"}
+        return host, device, restore
 
     def _convert(self, call: KernelCall, design: dict[str, Any]) -> tuple[list[Any], list[Any]]:
         cp = self.cp

@@ -93,6 +93,30 @@ def load_kernel_tuner_cache(
     file = check_file(path)
     name = file.name
     data = _parse(file.read_bytes(), name)
+    cache, file_keys, raw_params = _layout(data, name)
+    suffix_values = _suffix(name, key_suffix, suffix_keys, file_keys)
+    keys = tuple(file_keys) + tuple(suffix_values)
+    clash = {objective, *RECORD_COLUMNS} & set(keys)
+    if clash:
+        raise ReplayDataError(
+            f"{name}: parameter name(s) {sorted(clash)} clash with result columns"
+        )
+    values, results = _entries(cache, file_keys, raw_params, objective, name)
+    columns, tune_params = _parameter_columns(values, raw_params, suffix_values, len(cache), name)
+    columns.update({objective: results.pop("time"), **results})
+    return KernelTunerCache(
+        path=file,
+        keys=keys,
+        tune_params=tune_params,
+        objective=objective,
+        records=make_records(columns),
+        device_name=str(data.get("device_name") or ""),
+        kernel_name=str(data.get("kernel_name") or ""),
+    )
+
+
+def _layout(data: Any, name: str) -> tuple[dict[str, Any], list[str], dict[str, Any]]:
+    """The ``cache``, ``tune_params_keys`` and ``tune_params`` of a parsed file, checked."""
     if not isinstance(data, dict):
         raise ReplayDataError(
             f"{name}: not a Kernel Tuner cache (top level is {type(data).__name__}, not an object)"
@@ -111,21 +135,23 @@ def load_kernel_tuner_cache(
     raw_params = data.get("tune_params") or {}
     if not isinstance(raw_params, dict):
         raise ReplayDataError(f"{name}: 'tune_params' is not an object")
+    return cache, file_keys, raw_params
 
-    suffix_values = _suffix(name, key_suffix, suffix_keys, file_keys)
-    keys = tuple(file_keys) + tuple(suffix_values)
-    clash = {objective, *RECORD_COLUMNS} & set(keys)
-    if clash:
-        raise ReplayDataError(
-            f"{name}: parameter name(s) {sorted(clash)} clash with result columns"
-        )
 
-    # Per-parameter lookup from the text of a value (as in the key) to the value itself.
+def _entries(
+    cache: dict[str, Any],
+    file_keys: list[str],
+    raw_params: dict[str, Any],
+    objective: str,
+    name: str,
+) -> tuple[dict[str, list[Any]], dict[str, np.ndarray]]:
+    """Parameter values per key, and the ``time``, ``status``, ``message`` and ``raw_times``
+    columns of every cache entry."""
+    # per-parameter lookup from the text of a value (as in the key) to the value itself
     by_text: dict[str, dict[str, Any]] = {
         key: {str(v): v for v in raw_params.get(key, []) if not isinstance(v, (list, dict))}
         for key in file_keys
     }
-
     n = len(cache)
     values: dict[str, list[Any]] = {key: [None] * n for key in file_keys}
     times = np.full(n, np.nan)
@@ -148,29 +174,40 @@ def load_kernel_tuner_cache(
                         f"tune_params_keys has {len(file_keys)}"
                     )
             values[key][i] = by_text[key].get(tokens[j], _parse_token(tokens[j]))
-        outcome, text, value = _outcome(entry, objective)
-        status[i] = outcome
-        message[i] = text
-        if outcome == OK:
+        status[i], message[i], value = _outcome(entry, objective)
+        if status[i] == OK:
             times[i] = value
-            measured = entry.get("times")
-            if isinstance(measured, list) and measured:
-                try:
-                    raw_times[i] = encode_times(measured)
-                except (TypeError, ValueError):
-                    raw_times[i] = encode_times([value])
-            else:
-                raw_times[i] = encode_times([value])
+            raw_times[i] = _raw_times(entry.get("times"), value)
+    results = {"time": times, "status": status, "message": message, "raw_times": raw_times}
+    return values, results
 
+
+def _raw_times(measured: Any, value: float) -> str:
+    if isinstance(measured, list) and measured:
+        try:
+            return encode_times(measured)
+        except (TypeError, ValueError):
+            pass
+    return encode_times([value])
+
+
+def _parameter_columns(
+    values: dict[str, list[Any]],
+    raw_params: dict[str, Any],
+    suffix_values: dict[str, Any],
+    n: int,
+    name: str,
+) -> tuple[dict[str, Any], dict[str, list[Any]]]:
+    """Typed parameter columns and each parameter's value list (declared, then observed)."""
     columns: dict[str, Any] = {}
     tune_params: dict[str, list[Any]] = {}
-    for key in file_keys:
-        if any(v is None or isinstance(v, (list, dict)) for v in values[key]):
+    for key, column in values.items():
+        if any(v is None or isinstance(v, (list, dict)) for v in column):
             raise ReplayDataError(f"{name}: parameter {key!r} has missing or non-scalar values")
         declared = [v for v in raw_params.get(key, []) if not isinstance(v, (list, dict))]
-        observed = unique_in_order(values[key])
+        observed = unique_in_order(column)
         kind = value_kind(declared + observed)
-        columns[key] = column_of(values[key], kind)
+        columns[key] = column_of(column, kind)
         listed = normalise_values(declared, kind)
         extra = [v for v in normalise_values(observed, kind) if v not in set(listed)]
         tune_params[key] = listed + extra
@@ -178,19 +215,7 @@ def load_kernel_tuner_cache(
         kind = value_kind([value])
         columns[key] = column_of([value] * n, kind)
         tune_params[key] = normalise_values([value], kind)
-    columns[objective] = times
-    columns["status"] = status
-    columns["message"] = message
-    columns["raw_times"] = raw_times
-    return KernelTunerCache(
-        path=file,
-        keys=keys,
-        tune_params=tune_params,
-        objective=objective,
-        records=make_records(columns),
-        device_name=str(data.get("device_name") or ""),
-        kernel_name=str(data.get("kernel_name") or ""),
-    )
+    return columns, tune_params
 
 
 # ------------------------------------------------------------------------------------ helpers

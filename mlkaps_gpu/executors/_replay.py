@@ -51,35 +51,46 @@ class ReplayExecutor(Executor):
         *,
         objective: str | None = None,
     ) -> None:
-        self.input_name: str | None
-        if isinstance(tables, ReplayTable):
-            self.input_name = None
-            members: list[tuple[Any, ReplayTable]] = [(None, tables)]
-        elif isinstance(tables, Mapping):
-            if len(tables) != 1:
-                raise ExecutorError(
-                    "ReplayExecutor: give one table or {input_name: {input_value: table}} with "
-                    f"exactly one input name (got {len(tables)})"
-                )
-            ((self.input_name, by_value),) = tables.items()
-            if not isinstance(self.input_name, str) or not isinstance(by_value, Mapping):
-                raise ExecutorError("ReplayExecutor: expected {input_name: {input_value: table}}")
-            if not by_value:
-                raise ExecutorError(f"ReplayExecutor: no tables for input '{self.input_name}'")
-            members = list(by_value.items())
-            for value, table in members:
-                if not isinstance(table, ReplayTable):
-                    raise ExecutorError(
-                        f"ReplayExecutor: {self.input_name}={value!r} is not a loaded table "
-                        f"(got {type(table).__name__}); use ReplayExecutor.from_files for paths"
-                    )
-        else:
-            raise ExecutorError(f"ReplayExecutor: cannot replay a {type(tables).__name__}")
-
+        members = self._members(tables)
         first = members[0][1]
         self.objective = objective or first.objective
         self.objectives = (self.objective,)
         self.keys: tuple[str, ...] = first.keys
+        self._check_members(members)
+        self.tables: dict[Any, ReplayTable] = dict(members)
+        self._parameters, self._input = self._declare_parameters(members)
+        self._index_records(members)
+
+    def _members(
+        self, tables: ReplayTable | Mapping[str, Mapping[Any, ReplayTable]]
+    ) -> list[tuple[Any, ReplayTable]]:
+        """``(input value or None, table)`` pairs; sets :attr:`input_name`."""
+        self.input_name: str | None = None
+        if isinstance(tables, ReplayTable):
+            return [(None, tables)]
+        if not isinstance(tables, Mapping):
+            raise ExecutorError(f"ReplayExecutor: cannot replay a {type(tables).__name__}")
+        if len(tables) != 1:
+            raise ExecutorError(
+                "ReplayExecutor: give one table or {input_name: {input_value: table}} with "
+                f"exactly one input name (got {len(tables)})"
+            )
+        ((self.input_name, by_value),) = tables.items()
+        if not isinstance(self.input_name, str) or not isinstance(by_value, Mapping):
+            raise ExecutorError("ReplayExecutor: expected {input_name: {input_value: table}}")
+        if not by_value:
+            raise ExecutorError(f"ReplayExecutor: no tables for input '{self.input_name}'")
+        members = list(by_value.items())
+        for value, table in members:
+            if not isinstance(table, ReplayTable):
+                raise ExecutorError(
+                    f"ReplayExecutor: {self.input_name}={value!r} is not a loaded table "
+                    f"(got {type(table).__name__}); use ReplayExecutor.from_files for paths"
+                )
+        return members
+
+    def _check_members(self, members: list[tuple[Any, ReplayTable]]) -> None:
+        first = members[0][1]
         for _, table in members:
             if set(table.keys) != set(self.keys):
                 only_here = sorted(set(table.keys) - set(self.keys))
@@ -94,10 +105,13 @@ class ReplayExecutor(Executor):
             raise ExecutorError(
                 f"ReplayExecutor: input name '{self.input_name}' is also a design parameter"
             )
-        self.tables: dict[Any, ReplayTable] = dict(members)
 
-        # Parameters: values and order from the first table, then any new ones of the others.
-        self._parameters: list[Parameter] = []
+    def _declare_parameters(
+        self, members: list[tuple[Any, ReplayTable]]
+    ) -> tuple[list[Parameter], Parameter | None]:
+        """Design parameters (values and order from the first table, then any new ones of the
+        others) and the input that selects the table."""
+        parameters: list[Parameter] = []
         for key in self.keys:
             merged: list[Any] = []
             for _, table in members:
@@ -106,18 +120,18 @@ class ReplayExecutor(Executor):
                     if value not in merged:
                         merged.append(value)
             kind = value_kind(merged)
-            self._parameters.append(
-                Parameter(key, kind, values=tuple(normalise_values(merged, kind)))
-            )
-        self._input: Parameter | None = None
+            parameters.append(Parameter(key, kind, values=tuple(normalise_values(merged, kind))))
+        selector: Parameter | None = None
         if self.input_name is not None:
             inputs = [value for value, _ in members]
             kind = value_kind(inputs)
-            self._input = Parameter(
+            selector = Parameter(
                 self.input_name, kind, values=tuple(normalise_values(inputs, kind))
             )
+        return parameters, selector
 
-        # One combined table; each configuration gets an integer key from per-column codes.
+    def _index_records(self, members: list[tuple[Any, ReplayTable]]) -> None:
+        """One combined table; each configuration gets an integer key from per-column codes."""
         frames = []
         for position, (_, table) in enumerate(members):
             frame = table.records[[*self.keys, self.objective, "status", "message", "raw_times"]]

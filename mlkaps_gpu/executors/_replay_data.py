@@ -116,6 +116,61 @@ def check_file(path: str | os.PathLike[str]) -> Path:
     return path
 
 
+def _read_csv(path: Path) -> pd.DataFrame:
+    try:
+        return pd.read_csv(path, dtype=str, keep_default_na=False)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ReplayDataError(f"{path.name}: not a readable CSV table ({first})") from None
+
+
+def _design_columns(
+    frame: pd.DataFrame, keys: Sequence[str]
+) -> tuple[dict[str, Any], dict[str, list[Any]]]:
+    """Numeric design columns as numbers (int64 when integral), others as stripped text."""
+    columns: dict[str, Any] = {}
+    tune_params: dict[str, list[Any]] = {}
+    for key in keys:
+        text = frame[key].astype(str).str.strip()
+        numbers = pd.to_numeric(text, errors="coerce")
+        if len(text) and not numbers.isna().any():
+            values = numbers.to_numpy(dtype=np.float64)
+            if np.all(np.isfinite(values)) and np.all(values == np.round(values)):
+                columns[key] = values.astype(np.int64)
+            else:
+                columns[key] = values
+            tune_params[key] = np.unique(columns[key]).tolist()
+        else:
+            columns[key] = text.to_numpy(dtype=object)
+            distinct = set(columns[key].tolist())
+            tune_params[key] = sorted(distinct)  # "" (off) sorts first
+    return columns, tune_params
+
+
+def _measured_columns(
+    column: pd.Series, name: str, failure_values: Sequence[float]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Objective, status, message and raw times of the CSV's objective column."""
+    times = pd.to_numeric(column.astype(str).str.strip(), errors="coerce").to_numpy(
+        dtype=np.float64
+    )
+    status = np.full(len(times), OK, dtype=object)
+    message = np.full(len(times), "", dtype=object)
+    bad = ~np.isfinite(times)
+    status[bad] = RUNTIME_ERROR
+    message[bad] = f"no numeric '{name}' value"
+    for marker in failure_values:
+        hit = ~bad & (times == float(marker))
+        status[hit] = RUNTIME_ERROR
+        message[hit] = f"'{name}' = {marker!r}, the runner's failure marker"
+        bad |= hit
+    raw_times = np.array(
+        ["[]" if failed else encode_times([t]) for t, failed in zip(times, bad, strict=True)],
+        dtype=object,
+    )
+    return np.where(bad, np.nan, times), status, message, raw_times
+
+
 def load_replay_csv(
     path: str | os.PathLike[str],
     *,
@@ -143,11 +198,7 @@ def load_replay_csv(
     number are ``runtime_error``. Other columns are ignored.
     """
     path = check_file(path)
-    try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ReplayDataError(f"{path.name}: not a readable CSV table ({first})") from None
+    frame = _read_csv(path)
     keys = tuple(design_columns)
     if not keys:
         raise ReplayDataError(f"{path.name}: no design columns given")
@@ -156,45 +207,10 @@ def load_replay_csv(
         raise ReplayDataError(f"{path.name}: missing column(s) {', '.join(map(repr, missing))}")
     if objective in keys or objective in RECORD_COLUMNS:
         raise ReplayDataError(f"{path.name}: objective name {objective!r} clashes with a column")
-
-    columns: dict[str, Any] = {}
-    tune_params: dict[str, list[Any]] = {}
-    for key in keys:
-        text = frame[key].astype(str).str.strip()
-        numbers = pd.to_numeric(text, errors="coerce")
-        if len(text) and not numbers.isna().any():
-            values = numbers.to_numpy(dtype=np.float64)
-            if np.all(np.isfinite(values)) and np.all(values == np.round(values)):
-                columns[key] = values.astype(np.int64)
-            else:
-                columns[key] = values
-            tune_params[key] = np.unique(columns[key]).tolist()
-        else:
-            columns[key] = text.to_numpy(dtype=object)
-            distinct = set(columns[key].tolist())
-            tune_params[key] = sorted(distinct)  # "" (off) sorts first
-
-    measured = pd.to_numeric(frame[objective_column].astype(str).str.strip(), errors="coerce")
-    times = measured.to_numpy(dtype=np.float64)
-    status = np.full(len(frame), OK, dtype=object)
-    message = np.full(len(frame), "", dtype=object)
-    bad = ~np.isfinite(times)
-    status[bad] = RUNTIME_ERROR
-    message[bad] = f"no numeric '{objective_column}' value"
-    for marker in failure_values:
-        hit = ~bad & (times == float(marker))
-        status[hit] = RUNTIME_ERROR
-        message[hit] = f"'{objective_column}' = {marker!r}, the runner's failure marker"
-        bad |= hit
-    raw_times = np.array(
-        ["[]" if failed else encode_times([t]) for t, failed in zip(times, bad, strict=True)],
-        dtype=object,
+    columns, tune_params = _design_columns(frame, keys)
+    columns[objective], columns["status"], columns["message"], columns["raw_times"] = (
+        _measured_columns(frame[objective_column], objective_column, failure_values)
     )
-    times = np.where(bad, np.nan, times)
-    columns[objective] = times
-    columns["status"] = status
-    columns["message"] = message
-    columns["raw_times"] = raw_times
     records = make_records(columns)
 
     duplicated = records.duplicated(list(keys), keep="first")

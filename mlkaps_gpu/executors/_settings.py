@@ -26,13 +26,15 @@ MAX_REPEATS = 10_000
 MAX_WARMUP = 10_000
 #: Longest time one run of a command may take, in seconds.
 MAX_TIMEOUT = 86_400.0
+#: Largest memory cap of a Python kernel's worker, in MiB (1 PiB).
+MAX_MEMORY_LIMIT = float(1 << 30)
 #: Most Dask workers and batches in flight per worker.
 MAX_WORKERS = 10_000
 MAX_IN_FLIGHT = 1_000
 
 #: The ``[kernel]`` keys each executor kind reads (besides ``executor``).
 KERNEL_KEYS: dict[str, tuple[str, ...]] = {
-    "python": ("function", "measure", "repeats", "warmup"),
+    "python": ("function", "measure", "repeats", "warmup", "timeout", "memory_limit"),
     "replay": ("files", "format", "objective", "design_columns", "key_suffix", "suffix_keys"),
     "cffi": ("builtin", "options"),
     "cupy": ("builtin", "options"),
@@ -58,7 +60,7 @@ REQUIRED_KERNEL_KEYS: dict[str, tuple[str, ...]] = {
     "external": (),
 }
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-_FUNCTION = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*")
+_FUNCTION = re.compile(r"([A-Za-z_][A-Za-z0-9_.]*|[^:]+\.py):[A-Za-z_][A-Za-z0-9_]*")
 
 
 def _base(info: ValidationInfo) -> Path:
@@ -101,10 +103,12 @@ class KernelSettings(SettingsModel):
     function: str | None = Field(
         default=None,
         description=(
-            "python: `module:function`, called as `function(row)` returning the objective(s), "
-            "or timed as `function(**row)` with `measure = true`."
+            "python: `module:function`, or `file.py:function` (a path relative to the "
+            "configuration file, loaded without PYTHONPATH), called as `function(row)` returning "
+            "the objective(s), or timed as `function(**row)` with `measure = true`; it runs in "
+            "a worker process (see `timeout` and `memory_limit`)."
         ),
-        json_schema_extra={"allowed": 'a string "module:function"'},
+        json_schema_extra={"allowed": 'a string "module:function" or "file.py:function"'},
     )
     measure: bool = Field(
         default=False,
@@ -166,7 +170,20 @@ class KernelSettings(SettingsModel):
         default=60.0,
         gt=0,
         le=MAX_TIMEOUT,
-        description="command: seconds one run may take before it is killed (status `timeout`).",
+        description=(
+            "command, python: seconds one run (one call of a Python kernel, in its worker "
+            "process) may take before it is killed (status `timeout`)."
+        ),
+    )
+    memory_limit: FiniteFloat | None = Field(
+        default=None,
+        gt=0,
+        le=MAX_MEMORY_LIMIT,
+        description=(
+            "python: MiB the kernel's worker process may allocate beyond what it holds once "
+            "started; past it the call fails (status `runtime_error`) and the worker restarts. "
+            "Default: no cap."
+        ),
     )
     pattern: str | None = Field(
         default=None,
@@ -195,7 +212,7 @@ class KernelSettings(SettingsModel):
     @classmethod
     def _module_function(cls, value: str | None) -> str | None:
         if value is not None and not _FUNCTION.fullmatch(value):
-            raise SettingError("function", "must be 'module:function'", value)
+            raise SettingError("function", "must be 'module:function' or 'file.py:function'", value)
         return value
 
     @field_validator("invalid_exit_codes")

@@ -114,8 +114,12 @@ def main() -> int:
                 config = pickle.loads(message["config"])  # noqa: S301 - from our own parent
                 runner = factory(config)
                 reply: dict[str, Any] = {"kind": "ready", "pid": os.getpid()}
-            except BaseException:  # noqa: BLE001 - reported to the parent
-                reply = {"kind": "error", "message": traceback.format_exc(limit=20)}
+            except BaseException as error:  # noqa: BLE001 - reported to the parent
+                reply = {
+                    "kind": "error",
+                    "message": traceback.format_exc(limit=20),
+                    "summary": " ".join(f"{type(error).__name__}: {error}".split()),
+                }
             write_message(proto_out, reply)
         elif kind == "measure":
             if runner is None:

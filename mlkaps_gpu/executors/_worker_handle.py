@@ -5,7 +5,8 @@ One :class:`WorkerHandle` owns at most one live worker process
 protocol, its stderr in an unlinked temporary file whose tail goes into failure messages).
 :meth:`WorkerHandle.measure` never raises for what a kernel does: it returns either the runner's
 result or a failure result (``runtime_error`` naming the signal, or ``timeout``); the dead or
-killed worker is replaced on the next call.
+killed worker is replaced on the next call. The worker leads its own process group (a new
+session), and the whole group is killed with it: processes a kernel forked do not outlive it.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ START_TIMEOUT_S = 120.0
 STDERR_TAIL = 2000
 
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+#: Longest single wait on the worker's pipe (a longer timeout waits in several).
+_POLL_S = 3600.0
 
 
 class _WorkerGoneError(Exception):
@@ -108,6 +111,7 @@ class WorkerHandle:
             stderr=self._stderr_fd,
             env=self._environment(),
             close_fds=True,
+            start_new_session=True,  # its own process group, killed as a whole
         )
         self.starts += 1
         self.pid = self._proc.pid
@@ -127,7 +131,8 @@ class WorkerHandle:
             raise ExecutorError(f"the worker process could not start: {detail}") from None
         if reply["kind"] != "ready":
             self._discard()
-            raise ExecutorError(f"the worker process could not be configured:\n{reply['message']}")
+            detail = reply.get("summary") or reply["message"]
+            raise ExecutorError(f"the worker process could not be configured: {detail}")
 
     def close(self) -> None:
         """Stop the worker (politely, then by force). Safe to call twice."""
@@ -154,8 +159,7 @@ class WorkerHandle:
         self._proc = None
         self.pid = None
         if proc is not None:
-            if proc.poll() is None:
-                proc.kill()
+            _kill_group(proc)
             try:
                 proc.wait(timeout=10.0)
             except subprocess.TimeoutExpired:
@@ -175,7 +179,8 @@ class WorkerHandle:
         """Run one request; the result dict has at least ``status``, ``times``, ``message``.
 
         ``step_timeout_s`` bounds every step the worker announces (set-up, each kernel run,
-        each check): silence for longer kills the worker and gives ``timeout``.
+        each check): silence for longer kills the worker and gives ``timeout`` (``inf``: no
+        bound).
         """
         self.start()
         assert self._stderr_fd is not None
@@ -209,19 +214,20 @@ class WorkerHandle:
             return {"status": RUNTIME_ERROR, "times": [], "message": f"while {what}: {detail}"}
 
     def _kill(self) -> None:
-        proc = self._proc
-        if proc is not None and proc.poll() is None:
-            proc.kill()
+        if self._proc is not None:
+            _kill_group(self._proc)
         self._discard()
 
     def _failure_text(self, reason: str) -> str:
         proc = self._proc
+        if proc is not None and proc.poll() is not None:
+            _kill_group(proc)  # the worker is gone: what its kernel forked goes too
         code = None
         if proc is not None:
             try:
                 code = proc.wait(timeout=5.0)
             except subprocess.TimeoutExpired:
-                proc.kill()
+                _kill_group(proc)
                 code = proc.wait()
         text = f"worker {describe_exit(code)}" if code is not None else reason
         tail = self.stderr_tail()
@@ -265,10 +271,20 @@ class WorkerHandle:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise _WorkerTimeoutError()
-            ready, _, _ = select.select([fd], [], [], left)
+            ready, _, _ = select.select([fd], [], [], min(left, _POLL_S))
             if not ready:
                 continue
             chunk = os.read(fd, 1 << 20)
             if not chunk:
                 raise _WorkerGoneError("the worker closed its output")
             self._buffer += chunk
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the worker's process group (the worker and whatever its kernel forked). Called
+    before the worker is reaped, so its group id cannot have been reused."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        if proc.poll() is None:
+            proc.kill()

@@ -226,7 +226,7 @@ def test_lightgbm_aliases_and_good_values_are_accepted() -> None:
         ("", "[kernel] function: missing"),
         ('function = "math:hypot"\nfiles = "x.json"', '[kernel] files: "x.json": not read by'),
         ('function = "math:hypot"\nbuiltin = "lu"', "[kernel] builtin"),
-        ('function = "math:hypot"\ntimeout = 3', "[kernel] timeout: 3: not read by"),
+        ('function = "math:hypot"\ninvalid_exit_codes = [3]', "[kernel] invalid_exit_codes"),
         ('function = "hypot"', "[kernel] function: \"hypot\": must be 'module:function'"),
     ],
 )

@@ -25,10 +25,10 @@ def model(row):
 
 def test_model_mode_values_and_failures():
     result = PythonExecutor(model).run(ROWS)
-    assert result["status"].tolist() == ["ok", "ok", "runtime_error", "runtime_error"]
+    assert result["status"].tolist() == ["ok", "ok", "runtime_error", "invalid_measurement"]
     assert result["time"].tolist()[:2] == [1.0, 4.0]
     assert result["message"].iloc[2] == "ValueError: n = 3 is not supported second line"
-    assert "not finite" in result["message"].iloc[3]
+    assert "not a possible measurement" in result["message"].iloc[3]
     assert result["time"].iloc[2:].isna().all()
     assert result["n_repeats"].tolist() == [1, 1, 0, 0]
     assert json.loads(result["raw_times"].iloc[1]) == [4.0]
