@@ -63,9 +63,6 @@ from mlkaps_gpu.trees import RegretOracle, Selector, fit_selector
 log = logging.getLogger("mlkaps_gpu")
 
 STAGES = ("sampling", "modeling", "optimization", "trees")
-#: Share of the budget kept back from sampling to measure the header's answers before it is
-#: written (``[sampling] confirm``); what the answers do not need polishes them.
-DEFAULT_CONFIRM = 0.1
 #: Most rounds of confirmation (measure the answers, re-decide, refit the trees).
 _CONFIRM_ROUNDS = 8
 #: Grid points up to which verification.json lists every point's measured regret.
@@ -263,11 +260,12 @@ class Campaign:
 
     @property
     def confirm_share(self) -> float:
-        """Share of the budget kept for confirming the header (single objective only; none
-        when the campaign is measured outside, through ask / tell)."""
-        if len(self.setup.objectives) > 1 or isinstance(self.setup.executor, ExternalExecutor):
+        """Share of the budget kept from sampling to confirm the header (``[sampling]
+        confirm``; none with several objectives, without decisions from evidence, or when the
+        campaign is measured outside, through ask / tell)."""
+        if not self.decides_from_evidence or isinstance(self.setup.executor, ExternalExecutor):
             return 0.0
-        return float(getattr(self.config.sampling, "confirm", DEFAULT_CONFIRM))
+        return float(self.config.sampling.confirm)
 
     @property
     def sampling_budget(self) -> int:
@@ -384,12 +382,12 @@ class Campaign:
         self._mark_done("sampling", **details)
         return details
 
-    def _surrogate(self, objective: str) -> LightGBMSurrogate:
+    def _surrogate(self, objective: str, *, log_target: bool | None = None) -> LightGBMSurrogate:
         options = self.config.surrogate
         return LightGBMSurrogate(
             categorical_features=self.space.categorical_features,
             n_estimators=options.n_estimators,
-            log_target=options.log_target,
+            log_target=options.log_target if log_target is None else log_target,
             seed=self.config.seed,
             params=options.params,
         )
@@ -424,19 +422,28 @@ class Campaign:
         features = self.space.features(valid)
         models = self.directory / "models"
         models.mkdir(exist_ok=True)
+        logs = {}
         for objective in self.setup.objectives:
-            model = self._surrogate(objective).fit(features, valid[objective].to_numpy())
+            target = valid[objective].to_numpy(dtype=float)
+            # [surrogate] log_target applies to positive objectives; others are learnt as they are
+            logs[objective] = bool(self.config.surrogate.log_target and np.all(target > 0))
+            model = self._surrogate(objective, log_target=logs[objective]).fit(features, target)
             model.save(str(models / f"{objective}.txt"))
-        details = {"trained_on": len(valid), "transferred": len(self.transfer_samples())}
+        details = {
+            "trained_on": len(valid),
+            "transferred": len(self.transfer_samples()),
+            "log_target": logs,
+        }
         self._clear_after("modeling")
         self._mark_done("modeling", **details)
         return details
 
     def load_models(self) -> list[LightGBMSurrogate]:
+        logs = self.meta.get("details", {}).get("modeling", {}).get("log_target", {})
         return [
             LightGBMSurrogate.load(
                 str(self.directory / "models" / f"{objective}.txt"),
-                log_target=self.config.surrogate.log_target,
+                log_target=bool(logs.get(objective, self.config.surrogate.log_target)),
             )
             for objective in self.setup.objectives
         ]

@@ -14,17 +14,21 @@ MAX_BUDGET = 10_000_000
 MAX_BATCH_SIZE = 100_000
 #: Keys read only by GA-Adaptive (``method = "ga_adaptive"``).
 GA_ADAPTIVE_KEYS = ("bootstrap", "eps_initial", "eps_final", "sub_sampler")
+#: Default batch size: this share of the budget (at least 1), so that model-based samplers
+#: learn about 20 times whatever the budget.
+BATCH_SHARE = 0.05
 
 
 class SamplingSettings(SettingsModel):
     """``[sampling]``: the sampler and the measurement budget."""
 
     method: Literal["random", "lhs", "hvs", "hvsr", "bayes", "ga_adaptive"] = Field(
-        default="lhs",
+        default="ga_adaptive",
         description=(
             "Sampler: `random`, `lhs` (Latin hypercube), `hvs` / `hvsr` (hierarchical variance "
             "sampling), `bayes` (Gaussian-process expected improvement) or `ga_adaptive` "
-            "(exploration, then a genetic algorithm on the surrogate)."
+            "(the default: exploration, then the configurations a bootstrapped LightGBM "
+            "ensemble ranks best, near the incumbents and across input values)."
         ),
     )
     budget: int = Field(
@@ -39,7 +43,7 @@ class SamplingSettings(SettingsModel):
         le=MAX_BATCH_SIZE,
         description=(
             "Measurements per executor call (the last batch may be smaller); when not given, "
-            "50 or the budget if smaller."
+            "5 % of the budget (at least 1)."
         ),
     )
     bootstrap: float = Field(
@@ -50,21 +54,38 @@ class SamplingSettings(SettingsModel):
         description="GA-Adaptive only: share of the budget spent on the initial exploration.",
     )
     eps_initial: float = Field(
-        default=0.3,
+        default=1.0,
         ge=0,
         le=1,
         allow_inf_nan=False,
-        description="GA-Adaptive only: exploration share of a batch at the start.",
+        description=(
+            "GA-Adaptive only: exploitation share of a batch right after the initial "
+            "exploration (the rest comes from `sub_sampler`); the ensemble's spread already "
+            "explores."
+        ),
     )
     eps_final: float = Field(
-        default=0.8,
+        default=1.0,
         ge=0,
         le=1,
         allow_inf_nan=False,
-        description="GA-Adaptive only: exploration share of a batch at the end.",
+        description="GA-Adaptive only: exploitation share of a batch at the end of the budget.",
     )
     sub_sampler: Literal["lhs", "random", "hvs", "hvsr", "bayes"] = Field(
         default="lhs", description="GA-Adaptive only: the sampler of its exploration."
+    )
+    confirm: float = Field(
+        default=0.1,
+        ge=0,
+        le=0.9,
+        allow_inf_nan=False,
+        description=(
+            "Share of the budget kept from sampling to measure the header's answers on the grid "
+            "before it is written (an answer that measures worse than the best measured "
+            "configuration there is replaced and the trees refitted); what the answers do not "
+            "need is spent on their most promising unmeasured neighbours. Single objective "
+            "only."
+        ),
     )
     fixed: dict[str, Scalar] = Field(
         default_factory=dict,
@@ -87,7 +108,7 @@ class SamplingSettings(SettingsModel):
                         getattr(self, key),
                     )
         if not self.given("batch_size"):
-            self.batch_size = min(50, self.budget)
+            self.batch_size = max(1, round(BATCH_SHARE * self.budget))
         return self
 
 

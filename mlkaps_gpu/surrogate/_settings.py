@@ -232,8 +232,11 @@ class SurrogateSettings(SettingsModel):
         description="Boosting rounds of each LightGBM model.",
     )
     log_target: bool = Field(
-        default=False,
-        description="Learn log(objective): for positive objectives spanning orders of magnitude.",
+        default=True,
+        description=(
+            "Learn log(objective): for positive objectives spanning orders of magnitude (run "
+            "times); an objective with a value <= 0 is learnt as it is."
+        ),
     )
     params: dict[str, Any] = Field(
         default_factory=dict,

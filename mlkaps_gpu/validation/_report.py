@@ -136,7 +136,7 @@ def cross_validated_accuracy(
         model = LightGBMSurrogate(
             categorical_features=space.categorical_features,
             n_estimators=options.n_estimators,
-            log_target=options.log_target,
+            log_target=options.log_target and bool(np.all(target > 0)),
             seed=campaign.config.seed,
             params=options.params,
         ).fit(features[train], target[train])

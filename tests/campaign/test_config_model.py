@@ -54,11 +54,12 @@ def test_defaults_are_the_documented_ones() -> None:
     assert (kernel.measure, kernel.repeats, kernel.warmup) == (False, 1, 0)
     assert (kernel.format, kernel.objective, kernel.options) == ("kernel_tuner", "time", {})
     sampling = config.sampling
-    assert (sampling.method, sampling.budget, sampling.batch_size) == ("lhs", 500, 50)
-    assert (sampling.bootstrap, sampling.eps_initial, sampling.eps_final) == (0.2, 0.3, 0.8)
+    assert (sampling.method, sampling.budget, sampling.batch_size) == ("ga_adaptive", 500, 25)
+    assert (sampling.bootstrap, sampling.eps_initial, sampling.eps_final) == (0.2, 1.0, 1.0)
+    assert sampling.confirm == 0.1
     assert (sampling.sub_sampler, sampling.fixed) == ("lhs", {})
     surrogate = config.surrogate
-    assert (surrogate.n_estimators, surrogate.log_target, surrogate.params) == (300, False, {})
+    assert (surrogate.n_estimators, surrogate.log_target, surrogate.params) == (300, True, {})
     optimization = config.optimization
     assert (optimization.grid, optimization.method) == (16, "auto")
     assert (optimization.population, optimization.generations, optimization.window) == (40, 40, 10)
@@ -76,8 +77,10 @@ def test_defaults_are_the_documented_ones() -> None:
     assert (config.transfer_sources, config.transfer_warm_start) == ([], 0.2)
 
 
-def test_batch_size_defaults_to_the_budget_when_smaller() -> None:
-    assert _parse(MINIMAL + "[sampling]\nbudget = 12\n").sampling.batch_size == 12
+def test_batch_size_defaults_to_five_percent_of_the_budget() -> None:
+    assert _parse(MINIMAL + "[sampling]\nbudget = 12\n").sampling.batch_size == 1
+    assert _parse(MINIMAL + "[sampling]\nbudget = 1000\n").sampling.batch_size == 50
+    assert _parse(MINIMAL + "[sampling]\nbudget = 130\n").sampling.batch_size == 6
     given = _parse(MINIMAL + "[sampling]\nbudget = 12\nbatch_size = 30\n").sampling
     assert given.batch_size == 30
 

@@ -174,7 +174,7 @@ LATE: dict[str, tuple[str, list[str]]] = {
     ),
     "budget_float": (_replace("budget = 10", "budget = 1e3"), ["[sampling] budget", "1000.0"]),
     "ignored_sampler_setting": (
-        _replace("budget = 10", 'budget = 10\nsub_sampler = "hvs"'),
+        _replace("budget = 10", 'budget = 10\nmethod = "lhs"\nsub_sampler = "hvs"'),
         ["[sampling] sub_sampler", "ga_adaptive"],
     ),
     "ignored_executor_key": (
