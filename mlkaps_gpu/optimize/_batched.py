@@ -35,7 +35,7 @@ from pymoo.operators.survival.rank_and_crowding.metrics import get_crowding_func
 from pymoo.util.nds.non_dominated_sorting import NonDominatedSorting
 
 from mlkaps_gpu.optimize._operators import polynomial_mutation, simulated_binary_crossover
-from mlkaps_gpu.optimize._repair import RepairTable
+from mlkaps_gpu.optimize._repair import TABLE_LIMIT, RepairTable
 from mlkaps_gpu.space import Space, nearest_codes
 
 Predict = Callable[[np.ndarray], np.ndarray]
@@ -78,6 +78,8 @@ class _Grid:
     repair: RepairTable | None
     #: constraint columns of the inputs, for spaces checked without a table
     input_columns: dict[str, np.ndarray]
+    #: (points, design product), zero but while a generation marks its parents' positions
+    slots: np.ndarray | None = None
 
 
 @dataclass
@@ -145,6 +147,8 @@ class BatchedNSGA2:
         self._product = int(np.prod(space.design_sizes.astype(float)))
         #: code -> position in the design product (enumeration order); keys are built on it
         self._strides = np.r_[np.cumprod(space.design_sizes[::-1])[::-1][1:], 1].astype(np.int64)
+        #: codes travel as 16-bit integers where every parameter fits (less memory to move)
+        self._code_type = np.int16 if space.design_sizes.max(initial=1) < 2**15 else np.int64
         self._design_numeric = [p.numeric(p.domain_values()) for p in space.design]
         self._design_columns = [
             p.domain_values().astype(object)
@@ -165,6 +169,7 @@ class BatchedNSGA2:
         )
         points = np.flatnonzero(alive)
         if len(points) == 0:
+            result.codes = codes.astype(np.int64)
             return result
         state = self._initial_state(predict, context, codes, points, result, rng)
         for generation in range(self.generations):
@@ -190,7 +195,10 @@ class BatchedNSGA2:
             valid_sets.append(space.valid_design_codes(values).astype(np.int64))
             point_group[rows] = index
         repair = RepairTable(space, valid_sets) if RepairTable.fits(space, len(groups)) else None
+        cells = len(table) * float(self._product)
+        small = repair is not None and cells <= TABLE_LIMIT and self.population < 2**15
         return _Grid(
+            slots=np.zeros((len(table), self._product), dtype=np.int16) if small else None,
             table=table,
             input_features=space.features(table, space.input_names),
             point_group=point_group,
@@ -209,8 +217,8 @@ class BatchedNSGA2:
             repeated = context.table.loc[context.table.index.repeat(n)].reset_index(drop=True)
             drawn, found = space.sample_designs(repeated, rng)
             alive = np.asarray(found.reshape(n_points, n).any(axis=1), dtype=bool)
-            return drawn.reshape(n_points, n, n_design), alive
-        codes = np.zeros((n_points, n, n_design), dtype=np.int64)
+            return drawn.reshape(n_points, n, n_design).astype(self._code_type), alive
+        codes = np.zeros((n_points, n, n_design), dtype=self._code_type)
         alive = np.ones(n_points, dtype=bool)
         for group, valid in enumerate(context.valid_sets):
             rows = np.flatnonzero(context.point_group == group)
@@ -315,7 +323,7 @@ class BatchedNSGA2:
         children = simulated_binary_crossover(pairs, self._upper, rng)
         children = children.transpose(1, 0, 2).reshape(n_active * n, n_design)
         children = polynomial_mutation(children, self._upper, rng)
-        return np.rint(children).astype(np.int64)  # inside [0, upper]: no clipping needed
+        return np.rint(children).astype(self._code_type)  # inside [0, upper]: no clipping
 
     def _child_values(
         self,
@@ -332,10 +340,7 @@ class BatchedNSGA2:
         child_points, children, child_keys = offspring
         parent_keys = state.keys[take]
         n_active, n = parent_keys.shape
-        # each child against its own point's parents: (points, children, parents)
-        equal = child_keys.reshape(n_active, n, 1) == parent_keys[:, None, :]
-        known = equal.any(axis=2).ravel()
-        parent = (np.arange(n_active)[:, None] * n + equal.argmax(axis=2)).ravel()
+        known, parent = self._match_parents(context, state.points[take], parent_keys, offspring)
         parent_values = state.values[take].reshape(n_active * n, -1)
         values = np.empty((len(children), parent_values.shape[1]))
         values[known] = parent_values[parent[known]]
@@ -346,6 +351,29 @@ class BatchedNSGA2:
                 predict, context, child_points[fresh], children[fresh], result, child_keys[fresh]
             )
         return values, repeated
+
+    def _match_parents(
+        self,
+        context: _Grid,
+        points: np.ndarray,
+        parent_keys: np.ndarray,
+        offspring: tuple[np.ndarray, np.ndarray, np.ndarray],
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Which children equal a parent of their point, and (flat index) which one."""
+        child_points, _, child_keys = offspring
+        n_active, n = parent_keys.shape
+        if context.slots is None:  # each child against its point's parents: (points, n, n)
+            equal = child_keys.reshape(n_active, n, 1) == parent_keys[:, None, :]
+            parent = (np.arange(n_active)[:, None] * n + equal.argmax(axis=2)).ravel()
+            return equal.any(axis=2).ravel(), parent
+        # the parents' cells marked with their position + 1, read at the children's, cleared
+        rows = np.broadcast_to(points[:, None], parent_keys.shape)
+        cells = parent_keys - rows * self._product
+        context.slots[rows, cells] = np.arange(1, n + 1, dtype=np.int16)
+        found = context.slots[child_points, child_keys - child_points * self._product]
+        context.slots[rows, cells] = 0
+        parent = np.repeat(np.arange(n_active) * n, n) + found - 1
+        return found > 0, parent
 
     def _update_archive(
         self,
@@ -382,6 +410,7 @@ class BatchedNSGA2:
     def _finish(self, state: _Populations, result: BatchedResult) -> BatchedResult:
         n_points, n, n_design = result.codes.shape
         n_objectives = state.values.shape[2]
+        result.codes = result.codes.astype(np.int64)
         result.codes[state.points] = state.codes
         result.values = np.full((n_points, n, n_objectives), np.inf)
         result.values[state.points] = state.values
