@@ -13,8 +13,9 @@ interleaved (lightgbm, project, lightgbm, ...), the median rows/s reported with 
 
 - ``optimizer_exhaustive`` / ``optimizer_nsga2``: ``GridOptimizer`` (population 40, 40
   generations) at 5 and 500 grid points (``batch_rows`` holds the points), rows/s = rows predicted
-  / optimizer wall time, ``share_in_predict`` = time inside ``predict`` / wall. The replay grid has
-  5 points (the GPUs); its 500 are those 5 each repeated 100 times (independent runs).
+  / optimizer wall time, ``share_in_predict`` = time inside ``predict`` / wall (medians of the
+  same number of runs as the repeats above). The replay grid has 5 points (the GPUs); its 500 are
+  those 5 each repeated 100 times (independent runs).
 
 ``vs_lightgbm``: rows/s over LightGBM's at the same batch and threads (optimizer rows: over
 LightGBM's at 1e4 rows); ``max_rel_diff``: largest relative difference to LightGBM's prediction
@@ -168,35 +169,40 @@ def optimizer_rows(
     name: str,
     space: Space,
     load: Callable[..., LightGBMSurrogate],
-    small_grid: pd.DataFrame,
-    large_grid: pd.DataFrame,
+    grids: tuple[pd.DataFrame, pd.DataFrame],
     lightgbm_rate: float,
+    repeats: int,
 ) -> list[dict[str, Any]]:
+    """Each optimizer on each grid, ``repeats`` runs: median rows/s and share, walls' spread."""
     rows = []
     for method in ("exhaustive", "nsga2"):
-        for grid in (small_grid, large_grid):
+        for grid in grids:
             model = load("auto", 1)
             model.predict(space.features(space.sample_valid(3000, np.random.default_rng(1))))
-            timed = TimedSurrogate(model)
-            optimizer = GridOptimizer(space, method=method, population=40, generations=40)
-            started = time.perf_counter()
-            optima = optimizer.run([timed], grid)
-            wall = time.perf_counter() - started
+            rates, shares, walls = [], [], []
+            for _ in range(repeats):
+                timed = TimedSurrogate(model)
+                optimizer = GridOptimizer(space, method=method, population=40, generations=40)
+                started = time.perf_counter()
+                optima = optimizer.run([timed], grid)
+                walls.append(time.perf_counter() - started)
+                rates.append(timed.rows / walls[-1])
+                shares.append(timed.seconds / walls[-1])
             reference = load("lightgbm", 1).predict(space.features(optima[space.names]))
-            rate = timed.rows / wall
             rows.append(
                 {
                     "model": name,
                     "path": f"optimizer_{method}",
                     "threads": 1,
                     "batch_rows": len(grid),
-                    "rows_per_s": rate,
-                    "vs_lightgbm": rate / lightgbm_rate,
+                    "rows_per_s": statistics.median(rates),
+                    "vs_lightgbm": statistics.median(rates) / lightgbm_rate,
                     "max_rel_diff": max_relative_difference(
                         optima["predicted_time"].to_numpy(), reference
                     ),
-                    "share_in_predict": timed.seconds / wall,
-                    "spread": f"wall {wall:.2f} s",
+                    "share_in_predict": statistics.median(shares),
+                    "spread": f"wall {min(walls):.2f}-{max(walls):.2f} s, share "
+                    f"{min(shares):.0%}-{max(shares):.0%}",
                 }
             )
     return rows
@@ -215,7 +221,7 @@ def run_model(
         for r in rows
         if r["path"] == "lightgbm" and r["threads"] == 1 and r["batch_rows"] == 10_000
     )
-    return rows + optimizer_rows(name, space, load, small, large, base)
+    return rows + optimizer_rows(name, space, load, (small, large), base, repeats)
 
 
 def command_timings(campaign: Path, repeats: int = 7) -> str:
