@@ -228,6 +228,35 @@ def run_budget(budget: int, args: argparse.Namespace, reuse: dict[int, Path]) ->
     return {"record": record, "table": table}
 
 
+def _provenance_lines() -> list[str]:
+    """Commit, date and machine of the run."""
+    import os
+    import platform
+    import subprocess
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], capture_output=True, text=True, check=False).stdout
+
+    commit = git("rev-parse", "--short", "HEAD").strip() or "unknown"
+    dirty = "-dirty" if git("status", "--porcelain", "--untracked-files=no").strip() else ""
+    model = (
+        next(
+            (
+                line.split(":", 1)[1].strip()
+                for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")
+            ),
+            platform.processor() or "unknown CPU",
+        )
+        if Path("/proc/cpuinfo").exists()
+        else platform.processor()
+    )
+    return [
+        f"Commit: {commit}{dirty}; date: {time.strftime('%Y-%m-%d %H:%M %Z')}; machine: "
+        f"{os.cpu_count()} cores, {model}, no GPU used"
+    ]
+
+
 def _headroom(summary: dict[str, Any]) -> dict[str, Any] | None:
     """The merge's headroom summary (a local search around the expert), without the points."""
     headroom = summary.get("headroom")
@@ -257,6 +286,8 @@ def markdown(records: list[dict[str, Any]], args: argparse.Namespace) -> str:
         "# Blocked LU (`lu`): tuned vs the LAPACK-style expert, before and after merge",
         "",
         f"Command: `python experiments/lu_vs_expert.py {command_line(sys.argv[1:])}`",
+        "",
+        *_provenance_lines(),
         "",
         "Expert: nb 64, recursive panel, tile 32 x 64, all threads. Validation grid: cell "
         "centres (geometric) of the given number of cells per input, so no point lies on the "
