@@ -86,7 +86,8 @@ def test_unfinished_or_foreign_directories_are_errors(
 ) -> None:
     assert main(["select", str(tmp_path), "n=3"]) == 2
     assert "not a campaign directory" in capsys.readouterr().err
-    (tmp_path / "campaign.json").write_text(json.dumps({"stages": ["sampling"]}))
+    manifest = {"config_sha256": "0" * 64, "stages": ["sampling"]}
+    (tmp_path / "campaign.json").write_text(json.dumps(manifest))
     assert main(["select", str(tmp_path), "n=3"]) == 2
     assert "run tune" in capsys.readouterr().err
 
