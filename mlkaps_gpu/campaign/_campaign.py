@@ -43,8 +43,19 @@ from mlkaps_gpu.campaign._environment import (
     summary_line,
 )
 from mlkaps_gpu.campaign._errors import CampaignError
+from mlkaps_gpu.campaign._integrity import (
+    STORE,
+    changed_outputs,
+    interrupted_creation,
+    output_digests,
+    read_meta,
+    remeasure_hint,
+    set_aside,
+    store_problem,
+)
+from mlkaps_gpu.campaign._lock import CampaignLock, LockHeldError
 from mlkaps_gpu.campaign._setup import Setup, prepare
-from mlkaps_gpu.campaign._store import SampleStore
+from mlkaps_gpu.campaign._store import SampleStore, StoreError
 from mlkaps_gpu.codegen import boundary_inputs, render_header, verify_header
 from mlkaps_gpu.executors import ExternalExecutor
 from mlkaps_gpu.optimize import GridOptimizer
@@ -57,6 +68,7 @@ from mlkaps_gpu.sampling import (
     HVSSampler,
     Sampler,
 )
+from mlkaps_gpu.space import SpaceError
 from mlkaps_gpu.surrogate import BootstrapEnsemble, LightGBMSurrogate
 from mlkaps_gpu.trees import RegretOracle, Selector, fit_selector
 
@@ -73,6 +85,8 @@ _NUMERIC_PREFIXES = ("predicted_", "measured_", "best_measured_", "uncertainty",
 _EXPLOIT_GRID_LIMIT = 100_000
 META = "campaign.json"
 ENVIRONMENT = "environment.json"
+#: ``[sampling] stop_after_failures`` when a configuration does not carry it.
+DEFAULT_STOP_AFTER_FAILURES = 20
 
 
 Progress = Callable[[str, int, int], None]
@@ -89,7 +103,12 @@ class Campaign:
         self.setup = setup
         self.space = setup.space
         self.directory = directory
-        self.store = SampleStore(directory / "samples.sqlite", self.space, setup.objectives)
+        #: the writer lock, held from create_or_resume (or open(write=True)) until close()
+        self._lock: CampaignLock | None = None
+        try:
+            self.store = SampleStore(directory / STORE, self.space, setup.objectives)
+        except StoreError as error:
+            raise CampaignError(remeasure_hint(directory, str(error))) from None
         fixed = config.sampling.fixed
         #: the space sampling and grids use: the full space, or one with fixed inputs
         self.sampling_space = self.space.with_fixed_inputs(fixed) if fixed else self.space
@@ -98,78 +117,123 @@ class Campaign:
     # ---------------------------------------------------------------------- construction
     @classmethod
     def create_or_resume(
-        cls, config: CampaignConfig, directory: str | Path, *, force: bool = False
+        cls,
+        config: CampaignConfig,
+        directory: str | Path,
+        *,
+        force: bool = False,
+        remeasure: bool = False,
     ) -> Campaign:
-        """Validate everything, then create the directory or resume the one found there."""
+        """Validate everything, then create the directory or resume the one found there.
+
+        The directory stays locked for writing until :meth:`close` (or the process ends):
+        another writer is refused with this process's id. Damaged or missing state is an
+        error that says what to do (see :mod:`._integrity`); ``force`` also resumes with a
+        changed configuration and rebuilds a damaged ``campaign.json``, ``remeasure`` sets a
+        damaged or missing store aside and measures again from scratch.
+        """
         directory = Path(directory)
-        meta_path = directory / META
-        if meta_path.exists():
-            meta = json.loads(meta_path.read_text())
-            if meta.get("config_sha256") != config.digest and not force:
-                raise CampaignError(
-                    f"{directory}: the configuration differs from the one this campaign was "
-                    "started with (config.toml there); use --force to resume anyway"
-                )
-        elif directory.exists() and any(directory.iterdir()):
-            raise CampaignError(f"{directory}: exists, is not empty and is not a campaign")
+        _target_state(directory, config, force)  # read-only checks, before preparing
         setup = prepare(config)  # raises ConfigError before anything is written
-        created = not directory.exists()
         try:
-            directory.mkdir(parents=True, exist_ok=True)
-            if not meta_path.exists():
-                (directory / "config.toml").write_text(config.text, encoding="utf-8")
-                environment = capture_environment()
-                environment["replay"] = config.kernel.executor == "replay"
-                _write_json(directory / ENVIRONMENT, environment)
-                _write_json(
-                    meta_path,
-                    {
-                        "config_sha256": config.digest,
-                        "config_dir": _config_folder(config),
-                        "name": config.name,
-                        "seed": config.seed,
-                        "version": __version__,
-                        "created": time.time(),
-                        "stages": [],
-                    },
-                )
+            setup.space.check_grid(config.optimization.grid)
+        except SpaceError as error:
+            raise ConfigError(f"{config.path.name}: [optimization] grid: {error}") from None
+        created = not directory.exists()
+        directory.mkdir(parents=True, exist_ok=True)
+        lock = CampaignLock(directory)
+        try:
+            lock.acquire()
+        except LockHeldError as error:
+            raise CampaignError(str(error)) from None
+        try:
+            state = _target_state(directory, config, force)  # again, under the lock
+            if state == "resume":
+                _check_store(directory, remeasure)
             else:
-                for difference in cls(config, setup, directory).environment_warnings():
-                    log.warning("%s: resuming on a different machine (%s)", directory, difference)
-            if (
-                meta_path.exists()
-                and json.loads(meta_path.read_text()).get("config_sha256") != config.digest
-            ):
-                # --force with a changed config: keep every measurement, redo every stage
-                (directory / "config.toml").write_text(config.text, encoding="utf-8")
-                meta = json.loads(meta_path.read_text())
-                meta.update(
-                    config_sha256=config.digest, config_dir=_config_folder(config), stages=[]
-                )
-                _write_json(meta_path, meta)
-                log.warning("%s: configuration changed; stages will be re-run", directory)
-            return cls(config, setup, directory)
+                _create_files(directory, config, setup, rebuild=state == "rebuild")
+            campaign = cls(config, setup, directory)
+            campaign._lock = lock
+            if state == "resume":
+                campaign._resume(config)
+            return campaign
         except BaseException:
+            lock.release()
             if created:
                 shutil.rmtree(directory, ignore_errors=True)
             raise
 
+    def _resume(self, config: CampaignConfig) -> None:
+        """Warnings and stage resets of a resumed campaign (a changed configuration under
+        ``force``, outputs that changed or vanished since their stage wrote them)."""
+        for difference in self.environment_warnings():
+            log.warning("%s: resuming on a different machine (%s)", self.directory, difference)
+        meta = self.meta
+        if meta.get("config_sha256") != config.digest:
+            # --force with a changed config: keep every measurement, redo every stage
+            (self.directory / "config.toml").write_text(config.text, encoding="utf-8")
+            meta.update(config_sha256=config.digest, config_dir=_config_folder(config), stages=[])
+            _write_json(self.directory / META, meta)
+            log.warning("%s: configuration changed; stages will be re-run", self.directory)
+        changed = changed_outputs(self.directory, self.meta)
+        stages = [s for s in STAGES if any(name in changed for name in self._stage_files(s))]
+        if stages:
+            name = next(n for n in self._stage_files(stages[0]) if n in changed)
+            log.warning(
+                "%s: %s %s; the %s stage and those after it are redone from the measurements",
+                self.directory,
+                name,
+                changed[name],
+                stages[0],
+            )
+            self._clear_after(stages[0])
+
+    def close(self) -> None:
+        """Give the writer lock back (the campaign stays readable). Safe to call twice."""
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+        self.setup.executor.close()
+
+    def __enter__(self) -> Campaign:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     @classmethod
-    def open(cls, directory: str | Path) -> Campaign:
-        """Open an existing campaign directory (for select, report...)."""
+    def open(cls, directory: str | Path, *, write: bool = False) -> Campaign:
+        """Open an existing campaign directory (for validate, merge, report...).
+
+        Args:
+            directory: the campaign directory.
+            write: take the writer lock (commands that write into the directory), held until
+                :meth:`close`; another writer is refused with its process id.
+        """
         directory = Path(directory)
-        if not (directory / META).exists():
-            raise CampaignError(f"{directory}: not a campaign directory (no {META})")
+        meta = read_meta(directory)
+        _check_store(directory, remeasure=False)  # before anything can change the file
         # relative paths of the configuration (transfer sources, data files) are resolved
         # where the configuration was, as when the campaign was created
-        folder = json.loads((directory / META).read_text()).get("config_dir")
+        folder = meta.get("config_dir")
         base = Path(folder) if folder and Path(folder).is_dir() else directory
-        config = parse_config(
-            (directory / "config.toml").read_text(encoding="utf-8"),
-            path=base / "config.toml",
-            label="config.toml",
-        )
-        return cls(config, prepare(config), directory)
+        try:
+            text = (directory / "config.toml").read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            raise CampaignError(
+                f"{directory}: config.toml cannot be read ({error}); restore it (a copy of the "
+                "configuration the campaign was started with)"
+            ) from None
+        config = parse_config(text, path=base / "config.toml", label="config.toml")
+        campaign = cls(config, prepare(config), directory)
+        if write:
+            lock = CampaignLock(directory)
+            try:
+                lock.acquire()
+            except LockHeldError as error:
+                raise CampaignError(str(error)) from None
+            campaign._lock = lock
+        return campaign
 
     # ----------------------------------------------------------------------- environment
     @property
@@ -189,19 +253,41 @@ class Campaign:
     # ------------------------------------------------------------------------------ meta
     @property
     def meta(self) -> dict[str, Any]:
-        return dict(json.loads((self.directory / META).read_text()))
+        return read_meta(self.directory)
+
+    def _stage_files(self, stage: str) -> list[str]:
+        """The files a stage writes, whose checksums the manifest keeps."""
+        if stage == "modeling":
+            return [f"models/{objective}.txt" for objective in self.setup.objectives]
+        if stage == "optimization":
+            return ["optima.csv", "pareto.csv"]
+        if stage == "trees":
+            return ["selector.pkl", self.header_path.name, "verification.json"]
+        return []
 
     def _mark_done(self, stage: str, **details: Any) -> None:
         meta = self.meta
         if stage not in meta["stages"]:
             meta["stages"].append(stage)
         meta.setdefault("details", {})[stage] = details
+        files = [name for s in meta["stages"] for name in self._stage_files(s)]
+        meta["files"] = output_digests(self.directory, files)
+        meta["samples"] = len(self.store)
         _write_json(self.directory / META, meta)
 
     def _clear_after(self, stage: str) -> None:
         meta = self.meta
         keep = STAGES[: STAGES.index(stage)]
         meta["stages"] = [s for s in meta["stages"] if s in keep]
+        kept = {name for s in keep for name in self._stage_files(s)}
+        meta["files"] = {k: v for k, v in meta.get("files", {}).items() if k in kept}
+        _write_json(self.directory / META, meta)
+
+    def _record_samples(self) -> None:
+        """Write the store's row count to the manifest (a later resume finding fewer rows
+        knows the store was damaged)."""
+        meta = self.meta
+        meta["samples"] = len(self.store)
         _write_json(self.directory / META, meta)
 
     def done(self, stage: str) -> bool:
@@ -325,7 +411,6 @@ class Campaign:
     def sample(self, progress: Progress | None = None) -> dict[str, Any]:
         """Measure until the sampling budget is spent (resuming from what the store holds)."""
         budget = self.sampling_budget
-        batch_size = self.config.sampling.batch_size
         sampler = self.make_sampler()
         stored = self.store.load()
         if len(stored):
@@ -357,19 +442,7 @@ class Campaign:
                 budget=budget,
             )
         else:
-            while done < budget:
-                rows = sampler.ask(min(batch_size, budget - done))
-                if len(rows) == 0:
-                    log.warning("every valid configuration has been measured: stopping at %d", done)
-                    break
-                begin = time.perf_counter()
-                results = self.setup.executor.run(rows)
-                kernel_seconds += time.perf_counter() - begin
-                self.store.append(rows, results)
-                sampler.tell(rows, results)
-                done += len(rows)
-                if progress:
-                    progress("sampling", done, budget)
+            kernel_seconds = self._sample_locally(sampler, done, budget, progress)
         table = self.store.load()
         status_counts = {str(k): int(v) for k, v in table["status"].value_counts().items()}
         details = {
@@ -381,6 +454,33 @@ class Campaign:
         self._clear_after("sampling")
         self._mark_done("sampling", **details)
         return details
+
+    def _sample_locally(
+        self, sampler: Sampler, done: int, budget: int, progress: Progress | None
+    ) -> float:
+        """Ask, measure in this process, store and tell, batch by batch, until the budget is
+        spent; stops the run when its first measurements all fail. Returns the executor's
+        seconds."""
+        batch_size = self.config.sampling.batch_size
+        limit = getattr(self.config.sampling, "stop_after_failures", DEFAULT_STOP_AFTER_FAILURES)
+        stop = _FailureWatch(self.directory, limit)
+        kernel_seconds = 0.0
+        while done < budget:
+            rows = sampler.ask(min(batch_size, budget - done))
+            if len(rows) == 0:
+                log.warning("every valid configuration has been measured: stopping at %d", done)
+                break
+            begin = time.perf_counter()
+            results = self.setup.executor.run(rows)
+            kernel_seconds += time.perf_counter() - begin
+            self.store.append(rows, results)
+            self._record_samples()
+            sampler.tell(rows, results)
+            done += len(rows)
+            if progress:
+                progress("sampling", done, budget)
+            stop.check(results)
+        return kernel_seconds
 
     def _surrogate(self, objective: str, *, log_target: bool | None = None) -> LightGBMSurrogate:
         options = self.config.surrogate
@@ -751,10 +851,22 @@ class Campaign:
         return details
 
     def load_selector(self) -> Selector:
-        with open(self.directory / "selector.pkl", "rb") as handle:
-            selector = pickle.load(handle)  # noqa: S301 - our own file, written by build_trees
+        changed = changed_outputs(self.directory, self.meta).get("selector.pkl")
+        rebuild = (
+            f"run mlkaps-gpu tune {self.directory / 'config.toml'} --out {self.directory} to "
+            "rebuild it from the measurements"
+        )
+        if changed is not None:
+            raise CampaignError(f"{self.directory}: selector.pkl {changed}; {rebuild}")
+        try:
+            with open(self.directory / "selector.pkl", "rb") as handle:
+                selector = pickle.load(handle)  # noqa: S301 - our own file, written by build_trees
+        except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ValueError) as error:
+            raise CampaignError(
+                f"{self.directory}: selector.pkl cannot be read ({error}); {rebuild}"
+            ) from None
         if not isinstance(selector, Selector):
-            raise CampaignError(f"{self.directory}: selector.pkl holds no selector")
+            raise CampaignError(f"{self.directory}: selector.pkl holds no selector; {rebuild}")
         return selector
 
 
@@ -766,6 +878,145 @@ def _plain(value: Any) -> Any:
 def _tree_sizes(selector: Selector) -> dict[str, Any]:
     model = selector.model_
     return dict(zip(model.tree_names, model.trees, strict=True))
+
+
+def _target_state(directory: Path, config: CampaignConfig, force: bool) -> str:
+    """``"new"`` (nothing there, or a creation killed half way), ``"resume"``, or
+    ``"rebuild"`` (a damaged campaign.json under ``force``); an error for anything else."""
+    if directory.exists() and not directory.is_dir():
+        raise CampaignError(f"{directory}: exists and is not a directory")
+    if (directory / META).exists():
+        try:
+            meta = read_meta(directory)
+        except CampaignError:
+            if force:
+                log.warning("%s: %s is damaged; rebuilding it (--force)", directory, META)
+                return "rebuild"
+            raise
+        if meta.get("config_sha256") != config.digest and not force:
+            raise CampaignError(
+                f"{directory}: the configuration differs from the one this campaign was "
+                "started with (config.toml there); use --force to resume anyway"
+            )
+        return "resume"
+    if directory.exists() and any(directory.iterdir()) and not interrupted_creation(directory):
+        raise CampaignError(f"{directory}: exists, is not empty and is not a campaign")
+    return "new"
+
+
+def _check_store(directory: Path, remeasure: bool) -> None:
+    """Refuse a missing or damaged store unless ``remeasure`` (then set it aside and start
+    sampling again from an empty store)."""
+    path = directory / STORE
+    if not path.is_file():
+        problem: str | None = f"{STORE} is missing"
+    else:
+        rows, integrity = _store_state(path)
+        problem = store_problem(directory, rows, integrity)
+    if problem is None:
+        if remeasure:
+            log.info("%s: the store is sound; nothing to measure again", directory)
+        return
+    if not remeasure:
+        raise CampaignError(remeasure_hint(directory, problem))
+    aside = set_aside(directory) if path.exists() else None
+    log.warning(
+        "%s: %s; measuring again from scratch (--remeasure)%s",
+        directory,
+        problem,
+        f", the old store kept as {aside.name}" if aside else "",
+    )
+    meta = read_meta(directory)
+    meta.update(stages=[], files={}, samples=0)
+    _write_json(directory / META, meta)
+
+
+def _store_state(path: Path) -> tuple[int | None, str | None]:
+    """``(rows, integrity problem)`` of a store file, read without changing it."""
+    import sqlite3
+
+    try:
+        connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=60)
+        try:
+            rows = connection.execute("PRAGMA integrity_check").fetchall()
+            problems = [str(r[0]) for r in rows if str(r[0]) != "ok"]
+            if problems:
+                return None, "; ".join(problems[:3])
+            table = connection.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'samples'"
+            ).fetchall()
+            if not table:  # an empty file, or emptied: no measurement left
+                return 0, None
+            count = connection.execute("SELECT COUNT(*) FROM samples").fetchone()[0]
+            return int(count), None
+        finally:
+            connection.close()
+    except sqlite3.DatabaseError as error:
+        return None, str(error)
+
+
+def _create_files(directory: Path, config: CampaignConfig, setup: Setup, *, rebuild: bool) -> None:
+    """What a new campaign directory holds, ``campaign.json`` last (a creation killed before
+    it is done again by the next run; see ``interrupted_creation``). ``rebuild`` keeps the
+    store of a campaign whose manifest was damaged."""
+    _atomic_write(directory / "config.toml", config.text.encode("utf-8"))
+    environment = capture_environment()
+    environment["replay"] = config.kernel.executor == "replay"
+    _write_json(directory / ENVIRONMENT, environment)
+    if rebuild:
+        _check_store(directory, remeasure=False)
+    try:
+        rows = len(SampleStore(directory / STORE, setup.space, setup.objectives))
+    except StoreError as error:
+        raise CampaignError(remeasure_hint(directory, str(error))) from None
+    _write_json(
+        directory / META,
+        {
+            "config_sha256": config.digest,
+            "config_dir": _config_folder(config),
+            "name": config.name,
+            "seed": config.seed,
+            "version": __version__,
+            "created": time.time(),
+            "stages": [],
+            "samples": rows,
+            "files": {},
+        },
+    )
+
+
+class _FailureWatch:
+    """Stops a run whose first ``limit`` measurements all failed (0: never)."""
+
+    def __init__(self, directory: Path, limit: int) -> None:
+        self.directory = directory
+        self.limit = int(limit)
+        self.seen = 0
+        self.succeeded = False
+        self.first: tuple[str, str] | None = None
+        self.counts: dict[str, int] = {}
+
+    def check(self, results: pd.DataFrame) -> None:
+        if self.limit <= 0 or self.succeeded:
+            return
+        statuses = results["status"].astype(str).tolist()
+        if "ok" in statuses:
+            self.succeeded = True
+            return
+        for status, message in zip(statuses, results["message"].astype(str), strict=True):
+            self.counts[status] = self.counts.get(status, 0) + 1
+            if self.first is None:
+                self.first = (status, " ".join(message.split())[:300])
+        self.seen += len(statuses)
+        if self.seen >= self.limit:
+            counts = ", ".join(f"{n} {s}" for s, n in sorted(self.counts.items()))
+            status, message = self.first or ("?", "")
+            raise CampaignError(
+                f"{self.directory}: the first {self.seen} measurements of this run all failed "
+                f"({counts}); the first one: {status}: {message or '(no message)'}. The kernel "
+                "fails every time: fix it, then run the same command to resume (the failed rows "
+                "stay stored; [sampling] stop_after_failures = 0 never stops)"
+            )
 
 
 def _atomic_write(path: Path, data: bytes) -> None:

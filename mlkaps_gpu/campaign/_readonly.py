@@ -23,6 +23,7 @@ from mlkaps_gpu.campaign._environment import (
     environment_differences,
 )
 from mlkaps_gpu.campaign._errors import CampaignError
+from mlkaps_gpu.campaign._integrity import changed_outputs, read_meta
 
 META = "campaign.json"
 ENVIRONMENT = "environment.json"
@@ -50,7 +51,8 @@ class ReadOnlyCampaign:
 
     @property
     def meta(self) -> dict[str, Any]:
-        return dict(json.loads((self.directory / META).read_text(encoding="utf-8")))
+        """The manifest (:class:`CampaignError` saying what to do when it is damaged)."""
+        return read_meta(self.directory)
 
     def done(self, stage: str) -> bool:
         return stage in self.meta.get("stages", [])
@@ -108,6 +110,19 @@ class ReadOnlyCampaign:
             )
 
     def load_selector(self) -> Any:
-        """The fitted selector (unpickling it imports the tree libraries)."""
-        with open(self.directory / "selector.pkl", "rb") as handle:
-            return pickle.load(handle)  # noqa: S301 - our own file, written by the trees stage
+        """The fitted selector (unpickling it imports the tree libraries); a selector.pkl that
+        changed since the trees stage wrote it is a :class:`CampaignError`."""
+        rebuild = (
+            f"run mlkaps-gpu tune {self.directory / 'config.toml'} --out {self.directory} to "
+            "rebuild it from the measurements"
+        )
+        changed = changed_outputs(self.directory, self.meta).get("selector.pkl")
+        if changed is not None:
+            raise CampaignError(f"{self.directory}: selector.pkl {changed}; {rebuild}")
+        try:
+            with open(self.directory / "selector.pkl", "rb") as handle:
+                return pickle.load(handle)  # noqa: S301 - our own file, written by the trees stage
+        except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ValueError) as error:
+            raise CampaignError(
+                f"{self.directory}: selector.pkl cannot be read ({error}); {rebuild}"
+            ) from None

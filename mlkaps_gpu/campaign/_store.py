@@ -3,14 +3,17 @@
 One row per measured configuration: the input and design values, the objectives, ``status``,
 ``n_repeats``, the raw repeat times (JSON text), a message, the batch number and a timestamp.
 Each batch is appended in one transaction, so a campaign killed at any moment holds either all of
-a batch or none of it, and a restarted campaign can count exactly what was measured.
+a batch or none of it, and a restarted campaign can count exactly what was measured. A file that
+SQLite cannot read (truncated, overwritten, another program's database) raises
+:class:`StoreError`, never a raw SQLite error.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +23,10 @@ from mlkaps_gpu.executors import RESULT_COLUMNS
 from mlkaps_gpu.space import Space
 
 _BOOKKEEPING = ("batch", "timestamp")
+
+
+class StoreError(RuntimeError):
+    """The store file cannot be read or written as a measurement store."""
 
 
 class SampleStore:
@@ -39,10 +46,18 @@ class SampleStore:
         for column in self._columns:
             if not column.isidentifier():
                 raise ValueError(f"store column {column!r} is not an identifier")
-        with self._connect() as connection:
-            declared = ", ".join(f'"{c}" {self._sql_type(c)}' for c in self._columns)
+        declared = ", ".join(f'"{c}" {self._sql_type(c)}' for c in self._columns)
+        with self._guard("open"), self._connect() as connection:
             connection.execute(
                 f"CREATE TABLE IF NOT EXISTS samples (id INTEGER PRIMARY KEY, {declared})"
+            )
+            present = {row[1] for row in connection.execute("PRAGMA table_info(samples)")}
+        connection.close()
+        missing = [c for c in self._columns if c not in present]
+        if missing:
+            raise StoreError(
+                f"{self.path}: its samples table lacks the columns {missing} of this campaign "
+                "(a store of another campaign?)"
             )
 
     def _connect(self) -> sqlite3.Connection:
@@ -50,6 +65,30 @@ class SampleStore:
         connection.execute("PRAGMA journal_mode=WAL")
         connection.execute("PRAGMA synchronous=FULL")
         return connection
+
+    @contextlib.contextmanager
+    def _guard(self, action: str) -> Iterator[None]:
+        """SQLite's errors on this file as :class:`StoreError` naming the file."""
+        try:
+            yield
+        except (sqlite3.DatabaseError, pd.errors.DatabaseError) as error:
+            raise StoreError(
+                f"{self.path}: cannot {action} the measurement store ({error})"
+            ) from None
+
+    def check_integrity(self) -> str | None:
+        """SQLite's ``PRAGMA integrity_check`` of the file: None when it passes, else the
+        first problems it reports."""
+        try:
+            connection = sqlite3.connect(self.path, timeout=60)
+            try:
+                rows = connection.execute("PRAGMA integrity_check").fetchall()
+            finally:
+                connection.close()
+        except sqlite3.DatabaseError as error:
+            return str(error)
+        problems = [str(row[0]) for row in rows if str(row[0]) != "ok"]
+        return "; ".join(problems[:3]) if problems else None
 
     def _sql_type(self, column: str) -> str:
         if column in self.space.parameters:
@@ -71,7 +110,7 @@ class SampleStore:
             [rows[self.space.names].reset_index(drop=True), results.reset_index(drop=True)],
             axis=1,
         )
-        with self._connect() as connection:
+        with self._guard("append to"), self._connect() as connection:
             # batches are appended in order: the last row holds the largest batch number (an
             # index lookup, where MAX(batch) would scan the whole table on every append)
             last = connection.execute("SELECT batch FROM samples ORDER BY id DESC LIMIT 1")
@@ -90,14 +129,14 @@ class SampleStore:
         connection.close()
 
     def __len__(self) -> int:
-        with self._connect() as connection:
+        with self._guard("count the rows of"), self._connect() as connection:
             count = int(connection.execute("SELECT COUNT(*) FROM samples").fetchone()[0])
         connection.close()
         return count
 
     def load(self) -> pd.DataFrame:
         """Every stored measurement, in insertion order, with parameter dtypes restored."""
-        with self._connect() as connection:
+        with self._guard("read"), self._connect() as connection:
             names = ", ".join(f'"{c}"' for c in self._columns)
             query = f"SELECT {names} FROM samples ORDER BY id"  # noqa: S608 - checked names
             table = pd.read_sql_query(query, connection)

@@ -66,7 +66,7 @@ def export_header(
     """
     if not directories:
         raise CampaignError("export: give at least one campaign directory with --targets")
-    campaigns = [Campaign.open(directory) for directory in directories]
+    campaigns = [Campaign.open(directory, write=True) for directory in directories]
     for campaign in campaigns:
         if not (campaign.directory / "selector.pkl").exists():
             raise CampaignError(

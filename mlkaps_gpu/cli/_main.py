@@ -62,7 +62,16 @@ def build_parser(command: str | None = None, *, lazy: bool = False) -> argparse.
     tune = commands.add_parser("tune", help="run (or resume) a campaign from a TOML config")
     tune.add_argument("config", type=Path)
     tune.add_argument("--out", type=Path, required=True, help="campaign directory")
-    tune.add_argument("--force", action="store_true", help="resume even if the config changed")
+    tune.add_argument(
+        "--force",
+        action="store_true",
+        help="resume even if the config changed (rebuilds a damaged campaign.json)",
+    )
+    tune.add_argument(
+        "--remeasure",
+        action="store_true",
+        help="a missing or damaged samples.sqlite: set it aside and measure again from scratch",
+    )
     select = commands.add_parser(
         "select", help="the configuration the compiled header selects for given inputs"
     )
@@ -142,18 +151,25 @@ def _one_line(error: BaseException) -> str:
 
 
 def _run_campaign(
-    config: Any, out: Path, *, force: bool, quiet: bool, as_json: bool = False
+    config: Any,
+    out: Path,
+    *,
+    force: bool,
+    quiet: bool,
+    as_json: bool = False,
+    remeasure: bool = False,
 ) -> int:
     from mlkaps_gpu.campaign import Campaign
 
     _check_out(out)
-    campaign = Campaign.create_or_resume(config, out, force=force)
+    campaign = Campaign.create_or_resume(config, out, force=force, remeasure=remeasure)
     progress = Progress(quiet)
     started = time.perf_counter()
     try:
         summary = campaign.run(progress)
     finally:
         progress.close()
+        campaign.close()
     seconds = time.perf_counter() - started
     if as_json:
         for stage, details in summary.items():
@@ -192,7 +208,14 @@ def _tune(args: argparse.Namespace) -> int:
     from mlkaps_gpu.campaign import load_config
 
     config = load_config(args.config)
-    return _run_campaign(config, args.out, force=args.force, quiet=args.quiet, as_json=args.json)
+    return _run_campaign(
+        config,
+        args.out,
+        force=args.force,
+        quiet=args.quiet,
+        as_json=args.json,
+        remeasure=args.remeasure,
+    )
 
 
 def _demo(args: argparse.Namespace) -> int:

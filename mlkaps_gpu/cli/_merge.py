@@ -82,7 +82,7 @@ def _depth(text: str) -> int | str:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``merge``; a bad directory, expert or grid raises CampaignError."""
-    campaign = Campaign.open(args.directory)
+    campaign = Campaign.open(args.directory, write=True)
     progress = Progress(bool(getattr(args, "quiet", False)))
     try:
         with warnings.catch_warnings(record=True) as caught:

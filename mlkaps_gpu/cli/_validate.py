@@ -47,7 +47,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``validate``; a bad directory, reference or grid raises CampaignError."""
-    campaign = Campaign.open(args.directory)
+    campaign = Campaign.open(args.directory, write=True)
     progress = Progress(bool(getattr(args, "quiet", False)))
     try:
         with warnings.catch_warnings(record=True) as caught:

@@ -74,6 +74,16 @@ class SamplingSettings(SettingsModel):
     sub_sampler: Literal["lhs", "random", "hvs", "hvsr", "bayes"] = Field(
         default="lhs", description="GA-Adaptive only: the sampler of its exploration."
     )
+    stop_after_failures: int = Field(
+        default=20,
+        ge=0,
+        le=MAX_BUDGET,
+        description=(
+            "Stop the campaign (exit status 2, the first error shown) when this many first "
+            "measurements of a run have all failed; 0 never stops. The failed rows stay stored; "
+            "fix the kernel and run the same command to resume."
+        ),
+    )
     confirm: float = Field(
         default=0.1,
         ge=0,

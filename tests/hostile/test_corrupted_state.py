@@ -1,0 +1,143 @@
+"""Class 7: a truncated, emptied or deleted store, a corrupted campaign.json, selector or model
+file, a deleted config.toml and a creation killed half way. Each is found before anything is
+measured or overwritten: exit status 2 with what is wrong and what to do, nothing lost, and
+measurements taken again only when asked (--remeasure)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.hostile.conftest import (
+    Folder,
+    assert_clean,
+    assert_refused,
+    cli,
+    file_digest,
+    store_rows,
+)
+
+BUDGET = 20
+VALIDATE = ["--reference", "block=8", "--grid", "4", "--repeats", "2"]
+
+
+@pytest.fixture
+def finished(folder: Folder) -> tuple[Folder, Path, Path]:
+    """A finished campaign: (folder, config, directory)."""
+    config = folder.config(budget=BUDGET, batch=10)
+    out = folder.path / "run"
+    assert_clean(cli("tune", config, "--out", out, cwd=folder.path))
+    assert len(store_rows(out)) == BUDGET
+    return folder, config, out
+
+
+def _store(out: Path) -> Path:
+    return out / "samples.sqlite"
+
+
+@pytest.mark.parametrize(
+    ("damage", "fragment"),
+    [
+        ("truncate", "samples.sqlite is damaged"),
+        ("garbage", "samples.sqlite is damaged"),
+        ("empty", f"samples.sqlite holds 0 measurements, but campaign.json records {BUDGET}"),
+        ("delete", "samples.sqlite is missing"),
+    ],
+)
+def test_a_damaged_store_is_refused_then_remeasured_only_when_asked(
+    finished: tuple[Folder, Path, Path], damage: str, fragment: str
+) -> None:
+    folder, config, out = finished
+    store = _store(out)
+    data = store.read_bytes()
+    if damage == "truncate":
+        store.write_bytes(data[: len(data) // 3])
+    elif damage == "garbage":
+        store.write_bytes(b"this is not a database" * 200)
+    elif damage == "empty":
+        store.write_bytes(b"")
+    else:
+        store.unlink()
+    before = file_digest(store) if store.exists() else None
+    calls = folder.calls
+    for command in (["tune", config, "--out", out], ["validate", out, *VALIDATE]):
+        result = cli(*command, cwd=folder.path)
+        assert_refused(result, fragment)
+        assert "--remeasure" in result.stderr
+    assert (file_digest(store) if store.exists() else None) == before  # left as found
+    assert folder.calls == calls  # nothing measured
+    assert_clean(cli("tune", config, "--out", out, "--remeasure", cwd=folder.path))
+    assert len(store_rows(out)) == BUDGET and folder.calls == calls + BUDGET
+    if damage != "delete":
+        (aside,) = [
+            p for p in out.glob("samples.sqlite.damaged-*") if not p.name.endswith(("-wal", "-shm"))
+        ]
+        assert file_digest(aside) == before  # the damaged file is kept, not deleted
+
+
+def test_a_corrupted_manifest_is_refused_and_rebuilt_with_force(
+    finished: tuple[Folder, Path, Path],
+) -> None:
+    folder, config, out = finished
+    rows = store_rows(out)
+    (out / "campaign.json").write_text('{"config_sha256": "0", "stages": [')
+    calls = folder.calls
+    for command in (
+        ["tune", config, "--out", out],
+        ["select", out, "n=100"],
+        ["validate", out, *VALIDATE],
+    ):
+        result = cli(*command, cwd=folder.path)
+        assert_refused(result, "campaign.json is damaged", "--force")
+    assert_clean(cli("tune", config, "--out", out, "--force", cwd=folder.path))
+    assert store_rows(out) == rows and folder.calls == calls  # measurements kept, none redone
+    assert_clean(cli("select", out, "n=100", cwd=folder.path))
+
+
+@pytest.mark.parametrize("name", ["selector.pkl", "models/time.txt", "optima.csv", "hostile.h"])
+def test_a_corrupted_output_is_recomputed_from_the_measurements(
+    finished: tuple[Folder, Path, Path], name: str
+) -> None:
+    folder, config, out = finished
+    rows = store_rows(out)
+    path = out / name
+    path.write_bytes(path.read_bytes()[: max(1, len(path.read_bytes()) // 2)] + b"\x00garbage")
+    calls = folder.calls
+    if name == "selector.pkl":
+        result = cli("validate", out, *VALIDATE, cwd=folder.path)
+        assert_refused(result, "selector.pkl", "changed", "tune")
+        assert folder.calls == calls  # refused before measuring anything
+    result = cli("--log-level", "WARNING", "tune", config, "--out", out, cwd=folder.path)
+    assert_clean(result)
+    assert name in result.stderr and "redone from the measurements" in result.stderr
+    assert store_rows(out) == rows and folder.calls == calls
+    assert_clean(cli("select", out, "n=100", cwd=folder.path))
+
+
+def test_a_deleted_config_copy_is_reported(finished: tuple[Folder, Path, Path]) -> None:
+    folder, _, out = finished
+    (out / "config.toml").unlink()
+    assert_refused(cli("validate", out, *VALIDATE, cwd=folder.path), "config.toml cannot be read")
+
+
+def test_a_creation_killed_half_way_is_taken_up_again(folder: Folder) -> None:
+    config = folder.config(budget=BUDGET, batch=10)
+    out = folder.path / "run"
+    out.mkdir()
+    (out / "config.toml").write_text(config.read_text())  # what creation writes first
+    (out / ".lock").write_text("99999999\n")
+    (out / "environment.json.tmp").write_text("{")
+    assert_clean(cli("tune", config, "--out", out, cwd=folder.path))
+    assert len(store_rows(out)) == BUDGET
+
+
+def test_a_foreign_directory_is_never_taken(folder: Folder) -> None:
+    config = folder.config(budget=BUDGET)
+    out = folder.path / "run"
+    out.mkdir()
+    (out / "thesis.tex").write_text("years of work")
+    assert_refused(cli("tune", config, "--out", out, cwd=folder.path), "is not a campaign")
+    assert (out / "thesis.tex").read_text() == "years of work" and folder.calls == 0
+    shutil.rmtree(out)
