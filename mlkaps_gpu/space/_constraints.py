@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import ast
 import math
+import warnings
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -268,7 +269,9 @@ def parse_constraint(source: str, parameters: Mapping[str, Parameter]) -> Constr
         raise ConstraintError(f"constraint of {len(text)} characters: longer than {MAX_LENGTH}")
     too_deep = f"constraint {text[:60]!r}...: nested more than {MAX_DEPTH} levels deep"
     try:
-        tree = ast.parse(text, mode="eval")
+        with warnings.catch_warnings():  # e.g. "invalid decimal literal": refused below anyway
+            warnings.simplefilter("ignore", SyntaxWarning)
+            tree = ast.parse(text, mode="eval")
     except SyntaxError as error:
         if "nested" in str(error.msg) or "complex" in str(error.msg):
             raise ConstraintError(too_deep) from None

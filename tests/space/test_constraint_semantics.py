@@ -191,3 +191,37 @@ def test_the_comparison_can_fail(tmp_path: Path) -> None:
     assert np.isnan(compiled.values(0, columns, 1)[0])
     assert not same_values(np.array([math.nan]), np.array([1.0]))[0]
     assert not same_values(np.array([0.0]), np.array([-0.0]))[0]
+
+
+def test_mutated_constraint_strings_are_refused_cleanly_or_agree_in_c(tmp_path: Path) -> None:
+    """Damaged constraints (experiments/fuzz_config.py runs 1,000 through the loader): each is
+    refused with a ConstraintError or accepted, and the accepted ones compile as C and agree
+    with numpy."""
+    import random
+
+    from mlkaps_gpu.space import ConstraintError
+    from mlkaps_gpu.testing._constraint_fuzz import PARAMETERS as FUZZED
+    from mlkaps_gpu.testing._constraint_fuzz import mutated_constraint
+
+    rng = random.Random(draw(st.integers(0, 2**32 - 1), 1)[0])
+    by_name = {p.name: p for p in FUZZED}
+    accepted = []
+    for _ in range(300):
+        text = mutated_constraint(rng)
+        try:
+            accepted.append(parse_constraint(text, by_name))
+        except ConstraintError as error:
+            assert "\n" not in str(error).strip() or "\n" in text, (text, str(error))
+    assert len(accepted) > 30
+    compiled = CompiledConstraints(accepted, FUZZED, workdir=tmp_path)
+    values = np.random.default_rng(0)
+    columns = {
+        "n": values.integers(1, 4097, 256).astype(float),
+        "m": values.choice([0.0, 0.3, 0.25, 1.0], 256),
+        "block": values.choice([1, 2, 4, 8, 16, 32, 64, 128], 256).astype(float),
+        "variant": values.choice(np.array(["a", "b"], dtype=object), 256),
+        "flag": values.integers(0, 2, 256).astype(float),
+    }
+    for index, constraint in enumerate(accepted):
+        expected = constraint.value(columns, 256)
+        assert same_values(expected, compiled.values(index, columns, 256)).all(), constraint.source
