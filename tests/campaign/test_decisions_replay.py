@@ -1,6 +1,7 @@
 """Decisions from evidence on a synthetic replay (issue 18, Done when 3): five values of a
-categorical input, each with its own optimum; at 40 evaluations per value the header ships five
-different configurations, each the best the campaign measured for its value."""
+categorical input, each with its own optimum; with the default settings and 40 evaluations per
+value the header ships five different configurations, each the best the campaign measured for
+its value."""
 
 from __future__ import annotations
 
@@ -14,13 +15,16 @@ import pytest
 from mlkaps_gpu.campaign import Campaign, parse_config
 from mlkaps_gpu.codegen import CompiledHeader
 
-#: Per input value: the optimum's (a, b, variant).
+#: Per input value: its optimum, one parameter away from the shared bowl's centre (4, 4, "x"),
+#: 5 % faster than the centre (g0's optimum is the centre itself): a tree that merges two values
+#: loses 5 % on one of them, under 1 % on average over the five, which a predicted-regret
+#: tolerance of 1 % lets through.
 OPTIMA = {
-    "g0": (1, 2, "x"),
-    "g1": (6, 1, "y"),
-    "g2": (3, 7, "z"),
-    "g3": (8, 5, "x"),
-    "g4": (2, 8, "y"),
+    "g0": (4, 4, "x"),
+    "g1": (5, 4, "x"),
+    "g2": (3, 4, "x"),
+    "g3": (4, 5, "x"),
+    "g4": (4, 3, "x"),
 }
 A_VALUES = list(range(1, 9))
 B_VALUES = list(range(1, 9))
@@ -28,18 +32,15 @@ VARIANTS = ["x", "y", "z"]
 
 
 def landscape(value: str) -> pd.DataFrame:
-    """Every configuration's time at one input value: a smooth bowl around the value's
-    optimum, the wrong variant 40 % slower, a mild shared trend."""
-    a_best, b_best, variant_best = OPTIMA[value]
+    """Every configuration's time at one input value: a smooth bowl shared by every value, the
+    wrong variant 15 % slower, and the value's own optimum 5 % below the bowl. (No time is 1.0
+    exactly: the CSV replay reads 1.0 as a failed run, the GC_TLA convention.)"""
     a, b, variant = np.meshgrid(A_VALUES, B_VALUES, VARIANTS, indexing="ij")
     a, b, variant = a.ravel(), b.ravel(), variant.ravel()
-    time = (
-        1.0
-        + 0.08 * (a - a_best) ** 2
-        + 0.06 * (b - b_best) ** 2
-        + np.where(variant == variant_best, 0.0, 0.4)
-        + 0.01 * (a + b)
-    )
+    time = 2.0 + 0.1 * ((a - 4) ** 2 + (b - 4) ** 2) + np.where(variant == "x", 0.0, 0.3)
+    a_best, b_best, variant_best = OPTIMA[value]
+    if (a_best, b_best) != (4, 4):
+        time = time - 0.2 * ((a == a_best) & (b == b_best) & (variant == variant_best))
     return pd.DataFrame({"a": a, "b": b, "variant": variant, "objective": time})
 
 
@@ -65,11 +66,7 @@ files = {{ gpu = {{ {", ".join(files)} }} }}
 time = "minimize"
 
 [sampling]
-method = "ga_adaptive"
 budget = {per_value * len(OPTIMA)}
-
-[surrogate]
-log_target = true
 
 [trees]
 prefix = "five"
@@ -78,7 +75,7 @@ verify_inputs = 500
 
 
 @pytest.mark.compiler
-@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("seed", [0, 1, 2])
 def test_five_values_get_five_configurations(tmp_path: Path, seed: int) -> None:
     text = write_case(tmp_path, per_value=40, seed=seed)
     config = parse_config(text, path=tmp_path / "case.toml", label="case.toml")
