@@ -14,8 +14,9 @@ that validation, merged header validated again with fresh measurements, headroom
 search around the expert, as ``mlkaps-gpu merge`` does by default). Writes
 ``scipy_lu<tag>.md`` / ``.csv`` / ``.json`` into ``--out``. Run it alone on the machine::
 
-    flock /tmp/mlkaps_timing.lock python experiments/scipy_lu_vs_default.py --budget 2000 \\
-        --grid 10x10 --work runs/scipy_lu
+    python experiments/scipy_lu_vs_default.py --budget 2000 --grid 10x10 --work runs/scipy_lu
+
+(with nothing else measuring on the machine: wrap it in a lock such as ``flock`` if others do).
 """
 
 from __future__ import annotations
