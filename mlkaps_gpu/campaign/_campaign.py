@@ -253,6 +253,17 @@ class Campaign:
     # ------------------------------------------------------------------------------ meta
     @property
     def meta(self) -> dict[str, Any]:
+        """The manifest, ``campaign.json``, read afresh at every access.
+
+        It holds the configuration's digest, the seed and version the campaign was created
+        with, the ``stages`` completed in order with their ``details`` (what :meth:`run`
+        returns), the checksums of every output those stages wrote (``files``) and the number
+        of stored measurements. The dictionary is a copy: changing it writes nothing.
+
+        Raises:
+            CampaignError: the manifest is missing, unreadable or not a manifest (the message
+                says how to rebuild it).
+        """
         return read_meta(self.directory)
 
     def _stage_files(self, stage: str) -> list[str]:
@@ -291,6 +302,15 @@ class Campaign:
         _write_json(self.directory / META, meta)
 
     def done(self, stage: str) -> bool:
+        """Whether ``stage`` (one of :data:`STAGES`: ``"sampling"``, ``"modeling"``,
+        ``"optimization"``, ``"trees"``) is recorded as completed in the manifest.
+
+        A stage whose outputs changed or vanished since it wrote them is no longer done once
+        the campaign is resumed (:meth:`create_or_resume` clears it and the stages after it).
+
+        Raises:
+            CampaignError: the manifest cannot be read (see :attr:`meta`).
+        """
         return stage in self.meta["stages"]
 
     # ------------------------------------------------------------------------------- run
@@ -373,6 +393,19 @@ class Campaign:
         return self.done("sampling") or _ask_tell.remaining(self) == 0
 
     def make_sampler(self) -> Sampler:
+        """A new sampler of ``[sampling] method`` over the sampling space, seeded with the
+        campaign's seed.
+
+        GA-Adaptive also gets the sampling budget, the bootstrapped ensemble as its model, the
+        optimization grid as the points to exploit at (when it has at most 100,000 points) and
+        the ``[transfer]`` samples as extra training data; HVS and HVSr get the primary
+        objective, the Bayesian sampler the primary objective and its direction.
+
+        The sampler knows nothing of the store: :meth:`sample` and :meth:`ask` / :meth:`tell`
+        build theirs with this method and restore it from the stored measurements before
+        asking, so a resumed campaign draws what an uninterrupted one would have drawn. Call it
+        directly to drive a sampler of the campaign's configuration yourself.
+        """
         options = self.config.sampling
         if options.method == "ga_adaptive":
             objective = self.setup.objectives[0]
@@ -514,6 +547,22 @@ class Campaign:
         return EvidenceScore(evidence, model, self.space)
 
     def fit_models(self) -> dict[str, Any]:
+        """The modeling stage: one LightGBM surrogate per objective, saved as
+        ``models/<objective>.txt``.
+
+        Each learns from :meth:`training_samples` (the ``[transfer]`` samples, then this
+        campaign's successful measurements), on a log scale where ``[surrogate] log_target`` is
+        set and every value of its objective is positive. Marks the stage done (the later
+        stages are redone); :meth:`run` calls it after sampling.
+
+        Returns:
+            The stage's details, as recorded in the manifest: ``trained_on`` (rows learnt
+            from), ``transferred`` (how many of them came from other campaigns) and
+            ``log_target`` (per objective, whether it was learnt on a log scale).
+
+        Raises:
+            CampaignError: fewer than two successful measurements to learn from.
+        """
         valid = self.training_samples()
         if len(valid) < 2:
             raise CampaignError(
@@ -539,6 +588,12 @@ class Campaign:
         return details
 
     def load_models(self) -> list[LightGBMSurrogate]:
+        """The surrogates :meth:`fit_models` saved, one per objective in the configuration's
+        order, each on the scale (log or not) it was trained on.
+
+        Call it once the modeling stage is done; before that the model files are missing and
+        LightGBM's loader raises.
+        """
         logs = self.meta.get("details", {}).get("modeling", {}).get("log_target", {})
         return [
             LightGBMSurrogate.load(
@@ -549,9 +604,37 @@ class Campaign:
         ]
 
     def grid(self) -> pd.DataFrame:
+        """The input grid of ``[optimization] grid``: one row per input point, the input
+        columns only (inputs fixed by ``[sampling] fixed`` held at their value), without the
+        points that constraints on inputs exclude. It is built anew at every call.
+
+        Raises:
+            SpaceError: the grid cannot be built (see :meth:`~mlkaps_gpu.space.Space.grid`;
+                :meth:`create_or_resume` refuses such a grid before anything is written).
+        """
         return self.sampling_space.grid(self.config.optimization.grid)
 
     def optimize(self, progress: Progress | None = None) -> dict[str, Any]:
+        """The optimization stage: the surrogates' best configuration at every point of
+        :meth:`grid`, written to ``optima.csv`` (and the Pareto fronts to ``pareto.csv`` with
+        several objectives).
+
+        Runs a :class:`~mlkaps_gpu.optimize.GridOptimizer` configured by ``[optimization]``
+        on :meth:`load_models` (NSGA-II grid chunks go to the Dask workers with the ``dask``
+        backend). Points that admit no valid configuration are dropped; with decisions from
+        evidence (:attr:`decides_from_evidence`) a measured configuration replaces the
+        predicted optimum where the measurements say it is better (``source`` column:
+        ``surrogate`` or ``measured``). Marks the stage done (the trees are redone); call it
+        after :meth:`fit_models`.
+
+        Args:
+            progress: optional ``progress("optimization", done, total)`` callback.
+
+        Returns:
+            The stage's details, as recorded in the manifest: ``grid_points``,
+            ``from_measurements`` (points whose decision is a measured configuration),
+            ``method`` (the one ``auto`` chose) and ``seconds``.
+        """
         options = self.config.optimization
 
         def report(done: int, total: int) -> None:
@@ -612,6 +695,13 @@ class Campaign:
         return bool(self.config.optimization.prefer_measured) and len(self.setup.objectives) == 1
 
     def load_optima(self) -> pd.DataFrame:
+        """``optima.csv`` read back with the types it was written with: every parameter
+        column in its parameter's type (categoricals as strings, booleans as ``bool``), the
+        predicted, measured and header columns as floats (NaN where empty).
+
+        Call it once the optimization stage is done; ``optima.csv`` missing raises
+        ``FileNotFoundError``.
+        """
         optima = pd.read_csv(self.directory / "optima.csv", keep_default_na=False)
         for name in self.space.names:
             parameter = self.space.parameters[name]
@@ -630,11 +720,15 @@ class Campaign:
         return optima
 
     def samples_digest(self) -> str:
+        """SHA-256 (hex) of every stored measurement, timestamps left out: the same
+        measurements give the same digest. The header's provenance records it."""
         table = self.store.load().drop(columns=["timestamp"])
         return hashlib.sha256(table.to_csv(index=False).encode()).hexdigest()
 
     @property
     def header_path(self) -> Path:
+        """Where the trees stage writes the header: ``<directory>/<[trees] prefix>.h``
+        (the file exists once :meth:`build_trees` has run)."""
         return self.directory / f"{self.config.trees.prefix}.h"
 
     def build_trees(self) -> dict[str, Any]:
@@ -851,6 +945,17 @@ class Campaign:
         return details
 
     def load_selector(self) -> Selector:
+        """The trees :meth:`build_trees` fitted and pickled in ``selector.pkl``, for
+        :func:`~mlkaps_gpu.render_header`, validation or merge.
+
+        The file is checked against the checksum the manifest recorded when it was written
+        before it is unpickled.
+
+        Raises:
+            CampaignError: ``selector.pkl`` is missing, changed since it was written, cannot be
+                read or holds no selector (the message says how to rebuild it from the
+                measurements).
+        """
         changed = changed_outputs(self.directory, self.meta).get("selector.pkl")
         rebuild = (
             f"run mlkaps-gpu tune {self.directory / 'config.toml'} --out {self.directory} to "
@@ -1020,6 +1125,9 @@ class _FailureWatch:
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` all or nothing: into ``<name>.tmp`` beside it, flushed to
+    disk, then renamed over ``path`` (a reader or a crash sees the old file or the new one,
+    never part of one)."""
     temporary = path.with_name(path.name + ".tmp")
     with open(temporary, "wb") as handle:
         handle.write(data)

@@ -41,8 +41,21 @@ class GridOptimizer:
         generations: NSGA-II generations.
         weights: weights of the (min-max normalised) objectives used to pick one configuration
             per point when there are several objectives.
+        bounds: upper bounds (lower for maximised objectives) on secondary objectives: with
+            several objectives, the best primary objective among the configurations within
+            them is picked (the weighted rule where none is).
+        window: generations without improvement after which NSGA-II stops at a point.
         seed: seed of the genetic algorithms.
         progress: optional callback ``progress(done, total)``.
+        chunk_size: grid points per NSGA-II chunk; each chunk has a seed of its own, so the
+            result does not depend on how chunks are spread over workers.
+        map_chunks: optional ``map_chunks(function, chunks) -> results`` that runs the
+            NSGA-II chunks (on Dask workers, say); the built-in ``map`` by default.
+
+    Raises:
+        ValueError: an unknown method or direction, weights or directions not one per
+            objective, a bound on the primary or an unknown objective, or a ``chunk_size``
+            below one.
     """
 
     def __init__(
@@ -117,6 +130,15 @@ class GridOptimizer:
         return out
 
     def chosen_method(self, grid: pd.DataFrame) -> str:
+        """The method :meth:`run` will use on ``grid``: ``"nsga2"`` or ``"exhaustive"``.
+
+        ``method`` itself unless it is ``auto``; then ``nsga2`` where the valid designs cannot
+        be enumerated, else ``exhaustive`` when a typical point (the first eight grid points'
+        mean, where constraints involve inputs) has at most four times as many valid designs
+        as NSGA-II would evaluate there (``population x (generations + 1)``), ``nsga2``
+        otherwise. Call it before :meth:`run` to prepare what only one method needs (the
+        campaign sends NSGA-II chunks to Dask workers this way).
+        """
         if self.method != "auto":
             return self.method
         if not self.space.enumerable:

@@ -444,6 +444,9 @@ class Space:
         return table[self.names]
 
     def empty_table(self) -> pd.DataFrame:
+        """A table of no rows with a column per parameter (inputs, then design), each of its
+        parameter's type: what samplers return when they have nothing to propose, ready to
+        concatenate with tables of rows."""
         return pd.DataFrame({n: pd.Series(dtype=self.parameters[n].dtype) for n in self.names})
 
     def check_satisfiable(self, rng: np.random.Generator, *, trials: int = 64) -> None:
