@@ -42,14 +42,7 @@ def _sampler(campaign: Campaign) -> Sampler:
     """The campaign's sampler, built once and told every stored measurement."""
     sampler = _SAMPLERS.get(campaign)
     if sampler is None:
-        sampler = campaign.make_sampler()
-        stored = campaign.store.load()
-        if len(stored):
-            sampler.restore(
-                stored[campaign.space.names],
-                stored.drop(columns=campaign.space.names),
-                asks=int(stored["batch"].nunique()),
-            )
+        sampler, _ = campaign._resumed_sampler()
         _SAMPLERS[campaign] = sampler
     return sampler
 

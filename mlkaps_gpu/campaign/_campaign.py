@@ -441,9 +441,9 @@ class Campaign:
             )
         return SAMPLERS[options.method](self.sampling_space, seed=self.config.seed)
 
-    def sample(self, progress: Progress | None = None) -> dict[str, Any]:
-        """Measure until the sampling budget is spent (resuming from what the store holds)."""
-        budget = self.sampling_budget
+    def _resumed_sampler(self) -> tuple[Sampler, int]:
+        """A new sampler (:meth:`make_sampler`) told every stored measurement and continuing as
+        if it had asked their batches itself; and how many measurements it was told."""
         sampler = self.make_sampler()
         stored = self.store.load()
         if len(stored):
@@ -452,8 +452,14 @@ class Campaign:
                 stored.drop(columns=self.space.names),
                 asks=int(stored["batch"].nunique()),
             )
-            log.info("resuming sampling: %d of %d measurements already stored", len(stored), budget)
-        done = len(stored)
+        return sampler, len(stored)
+
+    def sample(self, progress: Progress | None = None) -> dict[str, Any]:
+        """Measure until the sampling budget is spent (resuming from what the store holds)."""
+        budget = self.sampling_budget
+        sampler, done = self._resumed_sampler()
+        if done:
+            log.info("resuming sampling: %d of %d measurements already stored", done, budget)
         if isinstance(self.setup.executor, ExternalExecutor) and done < budget:
             raise CampaignError(
                 f"{self.directory}: {done} of {budget} measurements told; the campaign is "
