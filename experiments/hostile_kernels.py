@@ -5,7 +5,8 @@ on a third of its configurations.
     python experiments/hostile_kernels.py [--budget 60] [--timeout 2]
 
 Prints a markdown table: who was refused and how fast, rows by status, and the campaign's wall
-time against ``timeout x failing rows + 20 %``.
+time against ``timeout x failing rows + 20 %``. The kernels are the hostile tests' own
+(tests/hostile/kernels.py), so run it from a checkout.
 """
 
 from __future__ import annotations
@@ -13,45 +14,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
 import tempfile
-import textwrap
 import time
 from collections import Counter
 from pathlib import Path
 
-KERNELS = """
-import math
-import os
-import signal
-import time
-
-
-def _value(row):
-    return math.log(row["block"] / math.sqrt(row["n"])) ** 2 + row["n"] / 1000.0 + 0.1
-
-
-def slow(row):
-    time.sleep(0.2)
-    return _value(row)
-
-
-def crash_a_third(row):
-    if (row["n"] * 7 + row["block"]) % 3 == 0:
-        how = row["n"] % 4
-        if how == 0:
-            os.kill(os.getpid(), signal.SIGSEGV)
-        if how == 1:
-            os._exit(7)
-        if how == 2:
-            time.sleep(3600)
-        blocks = []
-        while True:
-            blocks.append(bytearray(32 << 20))
-    return _value(row)
-"""
+#: the hostile tests' kernels.py (``slow`` sleeps 0.3 s; every kernel logs its call to calls.log)
+KERNELS = Path(__file__).resolve().parent.parent / "tests" / "hostile" / "kernels.py"
 
 CONFIG = """\
 [kernel]
@@ -145,7 +118,7 @@ def main() -> int:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as name:
         folder = Path(name)
-        (folder / "kernels.py").write_text(textwrap.dedent(KERNELS))
+        shutil.copyfile(KERNELS, folder / "kernels.py")
         env_note = f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}"
         print(f"# issue 19, Done-when 3 ({env_note})\n")
         print("| two tunes on one directory | |\n|---|---|")

@@ -5,86 +5,17 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
-import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-KERNELS = '''
-import math
-import os
-import signal
-import time
-from pathlib import Path
-
-CALLS = Path(__file__).with_name("calls.log")
-
-
-def _log(row):
-    with open(CALLS, "a") as handle:
-        handle.write(f"{row}\\n")
-
-
-def _value(row):
-    return math.log(row["block"] / math.sqrt(row["n"])) ** 2 + row["n"] / 1000.0 + 0.1
-
-
-def model(row):
-    _log(row)
-    return _value(row)
-
-
-def slow(row):
-    time.sleep(0.3)
-    return model(row)
-
-
-def always_fails(row):
-    _log(row)
-    raise RuntimeError(f"the device is not there (n = {row['n']})")
-
-
-def always_nan(row):
-    _log(row)
-    return float("nan")
-
-
-def always_segfaults(row):
-    _log(row)
-    os.kill(os.getpid(), signal.SIGSEGV)
-
-
-def impossible_times(row):
-    _log(row)
-    kind = (row["n"] + row["block"]) % 5
-    value = _value(row)
-    return {0: 0.0, 1: -value, 2: float("inf")}.get(kind, value)
-
-
-def _bad(row):
-    return (row["n"] * 7 + row["block"]) % 3 == 0
-
-
-def crash_a_third(row):
-    """One configuration in three: segfault, os._exit, hang or memory hog (by n)."""
-    _log(row)
-    if _bad(row):
-        how = row["n"] % 4
-        if how == 0:
-            os.kill(os.getpid(), signal.SIGSEGV)
-        if how == 1:
-            os._exit(7)
-        if how == 2:
-            time.sleep(3600)
-        blocks = []
-        while True:
-            blocks.append(bytearray(32 << 20))
-    return _value(row)
-'''
+#: the kernels.py of the user folder (a file beside this one)
+KERNELS = Path(__file__).with_name("kernels.py")
 
 CONFIG = """\
 [campaign]
@@ -163,7 +94,7 @@ class Folder:
 def folder(tmp_path: Path) -> Folder:
     path = tmp_path / "user"
     path.mkdir()
-    (path / "kernels.py").write_text(textwrap.dedent(KERNELS))
+    shutil.copyfile(KERNELS, path / "kernels.py")
     return Folder(path)
 
 
