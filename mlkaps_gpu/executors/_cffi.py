@@ -1,10 +1,13 @@
 """C kernels measured through cffi (API mode), compiled once per configuration, run in a worker.
 
 :class:`CffiExecutor` takes the kernel's C source, the C prototype of its entry function and a
-*builder* that makes the call's arguments (the contract is in
+*builder* (a function, or a reference to one such as ``"kernels.py:build"``, loaded in the
+worker) that makes the call's arguments (the contract is in
 :mod:`mlkaps_gpu.executors._worker_api`; in short: ``build_arguments(inputs, rng)`` returns
 ``KernelCall(args=[...one per prototype parameter...], overwritten=[...])`` with
-``Design("name")`` where a run-time design parameter goes).
+``Design("name")`` where a run-time design parameter goes). A configuration gives them as
+``[kernel] source``, ``prototype`` and ``builder`` (a shipped kernel, ``builtin``, brings its
+own; both are built by :meth:`mlkaps_gpu.kernels.BuiltinKernel.make_executor`).
 
 Design parameters reach the kernel in one of three ways:
 
@@ -60,6 +63,7 @@ import numpy as np
 import pandas as pd
 
 from ._base import COMPILE_ERROR, INVALID, OK, Executor, ExecutorError, encode_times
+from ._python_function import load_function, resolve_reference
 from ._timing import TimingPolicy, median
 from ._worker_api import KernelCall, plain, split_prototype
 from ._worker_handle import WorkerHandle
@@ -316,16 +320,44 @@ def _worker_environment(pin_threads: bool, env: Mapping[str, str] | None) -> dic
     return worker_env
 
 
-def _check_prototype(prototype: str) -> str:
+def check_prototype(prototype: str) -> str:
+    """The entry function's name of a C prototype that cffi can parse.
+
+    Raises:
+        ExecutorError: not a prototype, or one cffi cannot parse (an unknown type...).
+    """
     import cffi
 
-    ffi = cffi.FFI()
     try:
         entry, _ = split_prototype(prototype)
-        ffi.cdef(prototype.strip().rstrip(";") + ";")
+    except ValueError as error:
+        raise ExecutorError(f"cannot parse the entry prototype: {error}") from None
+    try:
+        cffi.FFI().cdef(prototype.strip().rstrip(";") + ";")
     except Exception as error:  # noqa: BLE001 - cffi raises several kinds
-        raise ExecutorError(f"cannot parse the entry prototype {prototype!r}: {error}") from None
+        detail = " ".join(str(error).split())
+        detail = re.sub(r'cannot parse ".*" <cdef source string>:\d+:(\d+):', r"column \1:", detail)
+        raise ExecutorError(
+            f"cannot parse the entry prototype {prototype!r} ({detail}); its parameters must "
+            "have C's own types (int, double *, size_t, int64_t ...)"
+        ) from None
     return entry
+
+
+def _function_or_reference(
+    function: Callable[..., Any] | str, what: str
+) -> Callable[..., Any] | str:
+    """What the worker is sent for a builder or a check: a callable as it is; a reference
+    (``module:function`` or ``file.py:function``) loaded here first, so that a missing file or
+    function is reported now, then sent as its resolved text (the worker loads it again: a
+    function loaded from a file cannot be pickled by name)."""
+    if isinstance(function, str):
+        reference = resolve_reference(function, None)
+        load_function(reference)
+        return reference
+    if not callable(function):
+        raise ExecutorError(f"{what} must be callable or a 'module:function' reference")
+    return function
 
 
 class CffiExecutor(Executor):
@@ -335,12 +367,15 @@ class CffiExecutor(Executor):
         source: C source text, or the path of a ``.c`` file.
         entry: C prototype of the entry function, e.g.
             ``"void lu(int m, int n, double *a, int lda, int *ipiv, int nb, int variant)"``.
-        build_arguments: ``(inputs: dict, rng) -> KernelCall``; a module-level function.
+        build_arguments: ``(inputs: dict, rng) -> KernelCall``; a module-level function, or
+            a reference to one: ``"module:function"`` or ``"path/to/file.py:function"``
+            (relative to the working directory; loaded without ``PYTHONPATH``).
         macros: design parameters passed as ``-D NAME=value`` (a mapping renames them:
             ``{"tile_m": "TILE_M"}`` passes the design parameter ``tile_m`` as ``-DTILE_M=..``).
         runtime: design parameters passed as arguments (``Design(name)`` in the call).
         threads: design parameter holding the OpenMP thread count (set by the glue).
-        check: ``(inputs, outputs) -> bool``; False gives ``invalid``.
+        check: ``(inputs, outputs) -> bool``; False gives ``invalid`` (a function or a
+            reference, as ``build_arguments``).
         extra_compile_args: compiler flags (default ``["-O2", "-fopenmp"]``).
         extra_link_args: flags after the source file (``-lm`` is always added).
         compiler: C compiler command (argument list or one program name; default ``$CC`` split
@@ -363,12 +398,12 @@ class CffiExecutor(Executor):
         self,
         source: str | os.PathLike[str],
         entry: str,
-        build_arguments: Callable[[dict[str, Any], np.random.Generator], KernelCall],
+        build_arguments: Callable[[dict[str, Any], np.random.Generator], KernelCall] | str,
         *,
         macros: Iterable[str] | Mapping[str, str] = (),
         runtime: Iterable[str] = (),
         threads: str | None = None,
-        check: Callable[[dict[str, Any], dict[str, Any]], bool] | None = None,
+        check: Callable[[dict[str, Any], dict[str, Any]], bool] | str | None = None,
         extra_compile_args: Sequence[str] | None = None,
         extra_link_args: Sequence[str] = (),
         compiler: str | Sequence[str] | None = None,
@@ -382,13 +417,11 @@ class CffiExecutor(Executor):
         pin_threads: bool = True,
     ) -> None:
         text, label = read_source(source)
-        self.entry_name = _check_prototype(entry)
+        self.entry_name = check_prototype(entry)
         self.prototype = entry.strip().rstrip(";")
         _, self.parameter_names = split_prototype(self.prototype)
-        if not callable(build_arguments):
-            raise ExecutorError("build_arguments must be callable")
-        if check is not None and not callable(check):
-            raise ExecutorError("check must be callable or None")
+        builder = _function_or_reference(build_arguments, "build_arguments")
+        checker = _function_or_reference(check, "check") if check is not None else None
         self._set_design(macros, runtime, threads)
         self.timing = timing or TimingPolicy()
         if timeout_s <= 0:
@@ -410,8 +443,8 @@ class CffiExecutor(Executor):
         config = {
             "entry": self.entry_name,
             "names": self.parameter_names,
-            "builder": build_arguments,
-            "check": check,
+            "builder": builder,
+            "check": checker,
             "policy": self.timing,
             "seed": int(seed),
         }

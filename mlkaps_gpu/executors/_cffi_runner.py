@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ._python_function import load_function
 from ._timing import TimingPolicy, collect_times, summarize
 from ._worker_api import Design, KernelCall, input_seed, overwritten_positions
 
@@ -58,14 +59,22 @@ def _failure(status: str, message: str) -> dict[str, Any]:
     return {"status": status, "times": [], "message": message}
 
 
+def _function(function: Callable[..., Any] | str) -> Callable[..., Any]:
+    """A builder or check: sent as a function, or as a resolved ``file.py:function`` /
+    ``module:function`` reference loaded here."""
+    return load_function(function) if isinstance(function, str) else function
+
+
 class CffiRunner:
     """Created in the worker from the executor's configuration."""
 
     def __init__(self, config: dict[str, Any]) -> None:
         self.entry: str = config["entry"]
         self.names: list[str] = list(config["names"])
-        self.builder: Callable[..., KernelCall] = config["builder"]
-        self.check: Callable[[dict[str, Any], dict[str, Any]], bool] | None = config["check"]
+        self.builder: Callable[..., KernelCall] = _function(config["builder"])
+        self.check: Callable[[dict[str, Any], dict[str, Any]], bool] | None = (
+            _function(config["check"]) if config["check"] is not None else None
+        )
         self.policy: TimingPolicy = config["policy"]
         self.seed: int = config["seed"]
         self._modules: dict[str, Any] = {}

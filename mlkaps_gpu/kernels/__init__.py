@@ -4,8 +4,14 @@
 constraints, expert default and ``make_executor(**options)``.
 """
 
-from ._registry import BUILTIN_KERNELS, BuiltinKernel, available_cores, load_builtin
+from ._registry import (
+    BUILTIN_KERNELS,
+    BuiltinKernel,
+    available_cores,
+    load_builtin,
+    user_c_kernel,
+)
 from ._scipy_lu import scipy_lu, scipy_lu_expert
 
-__all__ = ["BUILTIN_KERNELS", "BuiltinKernel", "available_cores", "load_builtin"]
+__all__ = ["BUILTIN_KERNELS", "BuiltinKernel", "available_cores", "load_builtin", "user_c_kernel"]
 __all__ += ["scipy_lu", "scipy_lu_expert"]

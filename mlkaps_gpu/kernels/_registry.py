@@ -1,13 +1,15 @@
 """The shipped kernels: their spaces, expert defaults and executors.
 
 ``load_builtin(name)`` returns a :class:`BuiltinKernel`; ``BUILTIN_KERNELS`` maps every name to
-its kernel. The C / CUDA sources are package data files next to this module.
+its kernel. The C / CUDA sources are package data files next to this module. A user's own C
+source (``[kernel] source = "saxpy.c"``) becomes a :class:`BuiltinKernel` too
+(:func:`user_c_kernel`), so that both are measured through the same ``make_executor``.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -44,7 +46,8 @@ class BuiltinKernel:
         objectives: measured objectives.
         expert: the expert default configuration: a dict of design values, where a value may be
             a callable of the inputs dict; or one callable ``inputs -> dict``.
-        source: file name of the kernel source (package data).
+        source: file name of the kernel source (package data), or an absolute path (a
+            user's kernel).
         entry: C prototype of the entry function (C kernels) or the kernel name (CUDA).
         language: ``"c"`` (cffi executor) or ``"cuda"`` (CuPy executor).
         executor_options: the builder, check, macros ... given to the executor.
@@ -66,7 +69,10 @@ class BuiltinKernel:
 
     @property
     def source_path(self) -> Path:
-        """Path of the kernel's source file inside the installed package."""
+        """Path of the kernel's source file (inside the installed package for a shipped
+        kernel)."""
+        if Path(self.source).is_absolute():
+            return Path(self.source)
         return Path(str(resources.files(__package__) / self.source))
 
     def expert_for(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
@@ -89,6 +95,52 @@ class BuiltinKernel:
 
             return CupyExecutor(self.source_path, self.entry, **settings)
         raise ExecutorError(f"kernel {self.name}: unknown language {self.language!r}")
+
+
+def user_c_kernel(
+    source: str | Path,
+    prototype: str,
+    builder: str | Callable[..., Any],
+    *,
+    check: str | Callable[..., Any] | None = None,
+    macros: Sequence[str] | Mapping[str, str] = (),
+    runtime: Sequence[str] = (),
+    threads: str | None = None,
+    extra_compile_args: list[str] | None = None,
+) -> BuiltinKernel:
+    """A user's C kernel (measured like a shipped one, through cffi).
+
+    Args:
+        source: the C file (made absolute).
+        prototype: C prototype of its entry function.
+        builder: ``build_arguments(inputs, rng) -> KernelCall``, or a reference to it
+            (``"module:function"``, ``"path/to/file.py:function"``).
+        check: ``check(inputs, outputs) -> bool`` or a reference; None: no check.
+        macros, runtime, threads, extra_compile_args: as :class:`CffiExecutor` takes them.
+
+    The kernel's inputs, design and constraints are the campaign's (empty here).
+    """
+    path = Path(source).resolve()
+    options: dict[str, Any] = {
+        "build_arguments": builder,
+        "check": check,
+        "macros": dict(macros) if isinstance(macros, Mapping) else list(macros),
+        "runtime": list(runtime),
+        "threads": threads,
+    }
+    if extra_compile_args is not None:
+        options["extra_compile_args"] = list(extra_compile_args)
+    entry = prototype.strip().rstrip(";")
+    return BuiltinKernel(
+        name=path.stem,
+        description=f"{entry} from {path.name}",
+        inputs=[],
+        design=[],
+        constraints=[],
+        source=str(path),
+        entry=entry,
+        executor_options=options,
+    )
 
 
 def _matsum(cores: int) -> BuiltinKernel:
