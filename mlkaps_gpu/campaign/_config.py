@@ -659,7 +659,8 @@ def build_space(
 
 def check_space(config: CampaignConfig, space: Space) -> None:
     """Checks of the configuration against its space: satisfiable constraints, fixed inputs in
-    their domains, the grid, the command's ``{name}`` fields (before anything is measured).
+    their domains, the grid, the command's ``{name}`` fields, the design parameters a C source
+    is given (before anything is measured).
 
     Raises:
         ConfigError: naming the key.
@@ -690,6 +691,10 @@ def check_space(config: CampaignConfig, space: Space) -> None:
         config.optimization.check_grid(space.input_names, axis_length)
     except SettingError as error:
         raise _fail(config, "optimization", error.key, error.value, error.message) from None
+    try:
+        config.kernel.check_design(space.design_names)  # a C source's macros, runtime, threads
+    except SettingError as error:
+        raise _fail(config, "kernel", error.key, error.value, error.message) from None
     unknown = [f for f in config.kernel.command_fields() if f not in space.parameters]
     if unknown:
         raise _fail(
@@ -735,7 +740,7 @@ def check_campaign(config: CampaignConfig, model: ConfigFile | None = None) -> N
                 "'constraints'",
             )
         return  # the data's parameters are checked when the executor is prepared
-    if executor in ("cffi", "cupy"):
+    if executor in ("cffi", "cupy") and config.kernel.source is None:
         kernel = _builtin_kernel(config)
         inputs = inputs or list(kernel.inputs)
         design = design or list(kernel.design)

@@ -160,20 +160,37 @@ def _replay_executor(config: CampaignConfig) -> tuple[Executor, list[Parameter],
 def _builtin_executor(
     config: CampaignConfig,
 ) -> tuple[Executor, list[Parameter], list[Parameter], Any]:
-    from mlkaps_gpu.kernels import BUILTIN_KERNELS, load_builtin
+    """The executor of a shipped kernel (``builtin``) or of the user's C ``source``: both are a
+    :class:`~mlkaps_gpu.kernels.BuiltinKernel`, measured through its ``make_executor``."""
+    from mlkaps_gpu.kernels import BUILTIN_KERNELS, load_builtin, user_c_kernel
 
     label = config.path.name
-    name = config.kernel.builtin or ""
-    if name not in BUILTIN_KERNELS:
-        raise ConfigError(
-            f"{label}: [kernel] builtin: unknown kernel '{name}' "
-            f"(shipped: {', '.join(sorted(BUILTIN_KERNELS))})"
+    settings = config.kernel
+    if settings.source is not None:
+        assert settings.prototype is not None and settings.builder is not None
+        kernel = user_c_kernel(
+            settings.source,
+            settings.prototype,
+            settings.builder,
+            check=settings.check,
+            macros=settings.macros,
+            runtime=settings.runtime,
+            threads=settings.threads,
+            extra_compile_args=settings.extra_compile_args,
         )
-    kernel = load_builtin(name)
+    else:
+        name = settings.builtin or ""
+        if name not in BUILTIN_KERNELS:
+            raise ConfigError(
+                f"{label}: [kernel] builtin: unknown kernel '{name}' "
+                f"(shipped: {', '.join(sorted(BUILTIN_KERNELS))})"
+            )
+        kernel = load_builtin(name)
     if not config.constraints:
         config.constraints = list(kernel.constraints)
     try:
-        executor = kernel.make_executor(**config.kernel.options)
+        executor = kernel.make_executor(**settings.options)
     except (ExecutorError, TypeError, ValueError) as error:
-        raise ConfigError(f"{label}: [kernel] options: {error}") from None
+        key = "options" if settings.options else ("source" if settings.source else "builtin")
+        raise ConfigError(f"{label}: [kernel] {key}: {error}") from None
     return executor, list(kernel.inputs), list(kernel.design), kernel.expert

@@ -1,9 +1,11 @@
 """The ``[kernel]`` and ``[execution]`` sections: what measures a configuration, and where.
 
 Each executor kind reads its own keys of ``[kernel]`` (:data:`KERNEL_KEYS`); a key of another
-kind is refused rather than ignored. Paths (replay files, a command's working directory) are
-resolved when the configuration is loaded, relative to the configuration file's folder, with
-``${VAR}`` taken from the environment, and must exist then.
+kind is refused rather than ignored. Paths (replay files, a command's working directory, a C
+kernel's ``source``) are resolved when the configuration is loaded, relative to the
+configuration file's folder, with ``${VAR}`` taken from the environment, and must exist then; a
+C kernel's ``builder`` and ``check`` are imported then (with the loader of the Python executor's
+``function``), so that a missing file or function is named before anything runs.
 """
 
 from __future__ import annotations
@@ -17,8 +19,16 @@ from typing import Any, Literal
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from mlkaps_gpu.executors._base import ExecutorError
+from mlkaps_gpu.executors._cffi import check_prototype
 from mlkaps_gpu.executors._command import template_fields
-from mlkaps_gpu.space import FiniteFloat, SettingError, SettingsModel
+from mlkaps_gpu.executors._python_function import load_function, resolve_reference
+from mlkaps_gpu.space import (
+    FiniteFloat,
+    IdentifierError,
+    SettingError,
+    SettingsModel,
+    check_identifier,
+)
 
 EXECUTORS = ("python", "replay", "cffi", "cupy", "command")
 #: Most measured runs (``repeats``) and untimed runs (``warmup``) per configuration.
@@ -36,7 +46,18 @@ MAX_IN_FLIGHT = 1_000
 KERNEL_KEYS: dict[str, tuple[str, ...]] = {
     "python": ("function", "measure", "repeats", "warmup", "timeout", "memory_limit"),
     "replay": ("files", "format", "objective", "design_columns", "key_suffix", "suffix_keys"),
-    "cffi": ("builtin", "options"),
+    "cffi": (
+        "builtin",
+        "source",
+        "prototype",
+        "builder",
+        "check",
+        "macros",
+        "runtime",
+        "threads",
+        "extra_compile_args",
+        "options",
+    ),
     "cupy": ("builtin", "options"),
     "external": (),
     "command": (
@@ -54,11 +75,21 @@ KERNEL_KEYS: dict[str, tuple[str, ...]] = {
 REQUIRED_KERNEL_KEYS: dict[str, tuple[str, ...]] = {
     "python": ("function",),
     "replay": ("files",),
-    "cffi": ("builtin",),
+    "cffi": (),  # `builtin` or `source` (with `prototype` and `builder`): see KernelSettings
     "cupy": ("builtin",),
     "command": ("command",),
     "external": (),
 }
+#: The ``[kernel]`` keys of a cffi kernel given by its ``source`` (a builtin brings its own).
+SOURCE_KEYS = (
+    "prototype",
+    "builder",
+    "check",
+    "macros",
+    "runtime",
+    "threads",
+    "extra_compile_args",
+)
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _FUNCTION = re.compile(r"([A-Za-z_][A-Za-z0-9_.]*|[^:]+\.py):[A-Za-z_][A-Za-z0-9_]*")
 
@@ -90,15 +121,81 @@ class KernelSettings(SettingsModel):
 
     executor: Literal["python", "replay", "cffi", "cupy", "command", "external"] = Field(
         description=(
-            "`python`: a Python function; `replay`: recorded measurements; `cffi`: a shipped C "
-            "kernel; `cupy`: a shipped CUDA kernel; `command`: an external program run per "
+            "`python`: a Python function; `replay`: recorded measurements; `cffi`: a C kernel "
+            "(your `source`, or a shipped `builtin`); `cupy`: a shipped CUDA kernel; `command`: "
+            "an external program run per "
             "configuration; `external`: measured by your own loop through `Campaign.ask` / "
             "`Campaign.tell`."
         )
     )
     builtin: str | None = Field(
         default=None,
-        description="cffi / cupy: the shipped kernel (`lu`, `gemm`, `matsum`, `gemm_cuda`).",
+        description=(
+            "cffi / cupy: the shipped kernel (`lu`, `gemm`, `matsum`, `gemm_cuda`); cffi takes "
+            "`builtin` or `source`."
+        ),
+    )
+    source: str | None = Field(
+        default=None,
+        description=(
+            "cffi: your C source file (a path relative to the configuration file, `${VAR}` "
+            "expanded), compiled with the design's `macros` as `-D NAME=value` and called "
+            "through its `prototype` with the arguments `builder` makes; instead of `builtin`. "
+            "Each design parameter reaches it through `macros`, `runtime` or `threads`."
+        ),
+    )
+    prototype: str | None = Field(
+        default=None,
+        description=(
+            "cffi (with `source`): the C prototype of the entry function, e.g. "
+            "`void saxpy(int n, double a, const double *x, double *y)`."
+        ),
+    )
+    builder: str | None = Field(
+        default=None,
+        description=(
+            "cffi (with `source`): `file.py:function` (relative to the configuration file, "
+            "loaded without PYTHONPATH) or `module:function`, called as `function(inputs, rng)` "
+            "and returning `KernelCall(args=[...], overwritten=[...])`: one argument per "
+            'parameter of the prototype, `Design("name")` where a `runtime` parameter goes.'
+        ),
+        json_schema_extra={"allowed": 'a string "module:function" or "file.py:function"'},
+    )
+    check: str | None = Field(
+        default=None,
+        description=(
+            "cffi (with `source`): `file.py:function` or `module:function`, called as "
+            "`function(inputs, outputs)` after the first and the last run; false gives the "
+            "row the status `invalid`. Default: no check."
+        ),
+        json_schema_extra={"allowed": 'a string "module:function" or "file.py:function"'},
+    )
+    macros: list[str] | dict[str, str] = Field(
+        default_factory=list,
+        description=(
+            "cffi (with `source`): design parameters passed at compile time as `-D NAME=value`, "
+            'a list (the macro is the parameter\'s name) or `{parameter = "MACRO", ...}`; '
+            "each distinct combination of values is compiled once."
+        ),
+        json_schema_extra={"allowed": 'a list of names, or a table {parameter = "MACRO"}'},
+    )
+    runtime: list[str] = Field(
+        default_factory=list,
+        description=(
+            "cffi (with `source`): design parameters passed as arguments, where the builder "
+            'puts `Design("name")`.'
+        ),
+    )
+    threads: str | None = Field(
+        default=None,
+        description=(
+            "cffi (with `source`): the design parameter holding the OpenMP thread count (set "
+            "with `omp_set_num_threads` before the runs; the kernel needs no code for it)."
+        ),
+    )
+    extra_compile_args: list[str] | None = Field(
+        default=None,
+        description='cffi (with `source`): compiler flags (default `["-O2", "-fopenmp"]`).',
     )
     function: str | None = Field(
         default=None,
@@ -208,11 +305,12 @@ class KernelSettings(SettingsModel):
         json_schema_extra={"allowed": "a list of integers from 1 to 255"},
     )
 
-    @field_validator("function")
+    @field_validator("function", "builder", "check")
     @classmethod
-    def _module_function(cls, value: str | None) -> str | None:
+    def _module_function(cls, value: str | None, info: ValidationInfo) -> str | None:
         if value is not None and not _FUNCTION.fullmatch(value):
-            raise SettingError("function", "must be 'module:function' or 'file.py:function'", value)
+            key = info.field_name or "function"
+            raise SettingError(key, "must be 'module:function' or 'file.py:function'", value)
         return value
 
     @field_validator("invalid_exit_codes")
@@ -275,7 +373,108 @@ class KernelSettings(SettingsModel):
             self.files = _resolve_files(self.files, base)
         if kind == "command":
             self._resolve_command(base)
+        if kind == "cffi":
+            self._resolve_c_source(base)
         return self
+
+    def _resolve_c_source(self, base: Path) -> None:
+        """A cffi kernel is a `builtin` or a `source`; a source's file, prototype, builder,
+        check and macro names are checked now (the builder and the check are imported)."""
+        if (self.builtin is None) == (self.source is None):
+            problem = "give `builtin` or `source`, not both" if self.builtin else "missing"
+            raise SettingError(
+                "source" if self.builtin else "builtin",
+                f'{problem}: executor = "cffi" needs `builtin` (a shipped kernel) or `source` '
+                "(your C file, with `prototype` and `builder`)",
+                self.source,
+            )
+        if self.builtin is not None:
+            for key in SOURCE_KEYS:
+                if key in self.model_fields_set:
+                    raise SettingError(
+                        key,
+                        "only with `source` (a builtin kernel brings its own)",
+                        getattr(self, key),
+                    )
+            return
+        assert self.source is not None
+        path = expand_path(self.source, "source", base).absolute()
+        if not path.is_file():
+            raise SettingError("source", f"C source file not found: {path}", self.source)
+        self.source = str(path)
+        for key in ("prototype", "builder"):
+            if getattr(self, key) is None:
+                raise SettingError(key, "missing: `source` needs it")
+        self._check_prototype()
+        self.builder = _load_reference("builder", self.builder, base)
+        if self.check is not None:
+            self.check = _load_reference("check", self.check, base)
+        self._check_macro_names()
+
+    def _check_prototype(self) -> None:
+        assert self.prototype is not None
+        try:
+            entry = check_prototype(self.prototype)
+            check_identifier(entry, what="entry function")
+        except (ExecutorError, IdentifierError) as error:
+            raise SettingError("prototype", str(error), self.prototype) from None
+
+    def _check_macro_names(self) -> None:
+        macros = self.macros
+        pairs = list(macros.items()) if isinstance(macros, dict) else [(m, m) for m in macros]
+        for index, (name, macro) in enumerate(pairs):
+            key = f"macros.{name}" if isinstance(macros, dict) else f"macros[{index}]"
+            try:
+                check_identifier(macro, what="macro")
+            except IdentifierError as error:
+                raise SettingError(key, str(error), macro) from None
+        seen: set[str] = set()
+        for key, names in (
+            ("macros", [name for name, _ in pairs]),
+            ("runtime", self.runtime),
+            ("threads", [self.threads] if self.threads else []),
+        ):
+            for name in names:
+                if name in seen:
+                    raise SettingError(
+                        key, f"design parameter {name!r} is passed to the kernel twice", name
+                    )
+                seen.add(name)
+
+    def passed_design(self) -> dict[str, str]:
+        """cffi ``source``: the design parameters passed to the kernel, each with the key that
+        passes it (``macros``, ``runtime`` or ``threads``)."""
+        passed = {name: "macros" for name in self.macros}
+        passed.update({name: "runtime" for name in self.runtime})
+        if self.threads:
+            passed[self.threads] = "threads"
+        return passed
+
+    def check_design(self, design: list[str]) -> None:
+        """Check a cffi ``source`` kernel's ``macros``, ``runtime`` and ``threads`` against the
+        space's design parameters: each names one, and each reaches the kernel.
+
+        Raises:
+            SettingError: naming the key.
+        """
+        if self.executor != "cffi" or self.source is None:
+            return
+        passed = self.passed_design()
+        for name, key in passed.items():
+            if name not in design:
+                raise SettingError(
+                    key,
+                    f"{name!r} is not a design parameter (design: {', '.join(design) or 'none'})",
+                    getattr(self, key),
+                )
+        for name in design:
+            if name not in passed:
+                raise SettingError(
+                    "runtime",
+                    f"design parameter {name!r} does not reach the kernel: list it in `macros` "
+                    f'(compile time), `runtime` (an argument, Design("{name}") in the builder) '
+                    "or `threads`",
+                )
 
     def _resolve_command(self, base: Path) -> None:
         folder = expand_path(self.cwd, "cwd", base) if self.cwd is not None else base
@@ -316,6 +515,17 @@ class KernelSettings(SettingsModel):
                     f"needs a named group (?P<{missing[0]}>...) per objective",
                     self.pattern,
                 )
+
+
+def _load_reference(key: str, reference: str | None, base: Path) -> str:
+    """``module:function`` or ``file.py:function`` (relative to ``base``), loaded now to refuse a
+    missing file or function; returned with the file's path made absolute."""
+    assert reference is not None
+    try:
+        load_function(reference, base)
+    except ExecutorError as error:
+        raise SettingError(key, str(error), reference) from None
+    return resolve_reference(reference, base)
 
 
 def _resolve_files(files: Any, base: Path) -> Any:
@@ -399,6 +609,7 @@ __all__ = [
     "MAX_WARMUP",
     "MAX_WORKERS",
     "REQUIRED_KERNEL_KEYS",
+    "SOURCE_KEYS",
     "ExecutionSettings",
     "KernelSettings",
     "expand_path",

@@ -291,6 +291,180 @@ def test_out_naming_a_regular_file_fails_cleanly(
     assert not marker.exists()
 
 
+# ----------------------------------------------------------------- a user's C source (cffi)
+C_SOURCE = """\
+#ifndef BLOCK
+#define BLOCK 8
+#endif
+void saxpy(int n, double a, const double *x, double *y)
+{
+    for (int i = 0; i < n; i += BLOCK)
+        for (int j = i; j < i + BLOCK && j < n; ++j)
+            y[j] += a * x[j];
+}
+"""
+
+C_BUILDER = '''
+import numpy as np
+
+from mlkaps_gpu.executors import KernelCall
+
+MARKER = {marker!r}
+
+
+def build(inputs, rng):
+    """Leaves a trace: the test asserts it was never called."""
+    with open(MARKER, "a") as handle:
+        handle.write("called\\n")
+    n = inputs["n"]
+    return KernelCall(args=[n, 2.0, rng.random(n), np.zeros(n)], overwritten=["y"])
+'''
+
+GOOD_C = (
+    _replace(
+        'executor = "python"\nfunction = "late_marker_kernel:model"',
+        'executor = "cffi"\n'
+        'source = "saxpy.c"\n'
+        'prototype = "void saxpy(int n, double a, const double *x, double *y)"\n'
+        'builder = "saxpy_args.py:build"\n'
+        'macros = { block = "BLOCK" }\n'
+        'runtime = ["variant"]',
+    )
+    .replace('values = ["fast", "slow"]', "values = [0, 1]")
+    .replace("categorical", "int")
+)
+
+
+def _c(old: str, new: str) -> str:
+    assert old in GOOD_C, old
+    return GOOD_C.replace(old, new)
+
+
+#: name -> (configuration text, fragments the one-line message must contain)
+LATE_C: dict[str, tuple[str, list[str]]] = {
+    "source_missing": (
+        _c('source = "saxpy.c"', 'source = "kernels/missing.c"'),
+        ["[kernel] source", "kernels/missing.c", "C source file not found"],
+    ),
+    "source_variable_unset": (
+        _c('source = "saxpy.c"', 'source = "${MLKAPS_NO_SUCH_VARIABLE}/saxpy.c"'),
+        ["[kernel] source", "MLKAPS_NO_SUCH_VARIABLE is not set"],
+    ),
+    "builtin_and_source": (
+        _c('source = "saxpy.c"', 'builtin = "matsum"\nsource = "saxpy.c"'),
+        ["[kernel] source", "`builtin` or `source`, not both"],
+    ),
+    "neither_builtin_nor_source": (
+        _c('source = "saxpy.c"\n', ""),
+        ["[kernel] builtin", "missing", "`builtin` (a shipped kernel) or `source`"],
+    ),
+    "prototype_missing": (
+        _c('prototype = "void saxpy(int n, double a, const double *x, double *y)"\n', ""),
+        ["[kernel] prototype", "missing"],
+    ),
+    "prototype_unknown_type": (
+        _c("const double *x", "const vector *x"),
+        ["[kernel] prototype", "cannot parse the entry prototype"],
+    ),
+    "prototype_not_a_function": (
+        _c('"void saxpy(int n, double a, const double *x, double *y)"', '"saxpy"'),
+        ["[kernel] prototype", "not a C function prototype"],
+    ),
+    "prototype_reserved_name": (
+        _c("void saxpy(", "void main("),
+        ["[kernel] prototype", "entry function 'main'", "entry point"],
+    ),
+    "builder_function_missing": (
+        _c('"saxpy_args.py:build"', '"saxpy_args.py:bulid"'),
+        ["[kernel] builder", "saxpy_args.py", "no function 'bulid'", "build"],
+    ),
+    "builder_file_missing": (
+        _c('"saxpy_args.py:build"', '"saxpy_arguments.py:build"'),
+        ["[kernel] builder", "saxpy_arguments.py", "not found"],
+    ),
+    "builder_module_missing": (
+        _c('"saxpy_args.py:build"', '"no_such_module_xyz:build"'),
+        ["[kernel] builder", "cannot import no_such_module_xyz", "'no_such_module_xyz:build'"],
+    ),
+    "builder_not_a_reference": (
+        _c('"saxpy_args.py:build"', '"saxpy_args.py"'),
+        ["[kernel] builder", "'module:function' or 'file.py:function'"],
+    ),
+    "check_function_missing": (
+        _c(
+            'builder = "saxpy_args.py:build"',
+            'builder = "saxpy_args.py:build"\ncheck = "saxpy_args.py:ok"',
+        ),
+        ["[kernel] check", "saxpy_args.py", "no function 'ok'"],
+    ),
+    "macro_unknown_design_parameter": (
+        _c('macros = { block = "BLOCK" }', 'macros = { blocks = "BLOCK" }'),
+        ["[kernel] macros", "'blocks' is not a design parameter", "block, variant"],
+    ),
+    "runtime_unknown_design_parameter": (
+        _c('runtime = ["variant"]', 'runtime = ["variant", "n"]'),
+        ["[kernel] runtime", "'n' is not a design parameter"],
+    ),
+    "threads_unknown_design_parameter": (
+        _c('runtime = ["variant"]', 'runtime = ["variant"]\nthreads = "T"'),
+        ["[kernel] threads", "'T' is not a design parameter"],
+    ),
+    "design_parameter_not_passed": (
+        _c('runtime = ["variant"]', "runtime = []"),
+        ["[kernel] runtime", "'variant' does not reach the kernel"],
+    ),
+    "design_parameter_passed_twice": (
+        _c('runtime = ["variant"]', 'runtime = ["variant", "block"]'),
+        ["[kernel] runtime", "'block' is passed to the kernel twice"],
+    ),
+    "macro_not_an_identifier": (
+        _c('{ block = "BLOCK" }', '{ block = "2BLOCK" }'),
+        ["[kernel] macros.block", "'2BLOCK' is not a C identifier"],
+    ),
+    "macro_reserved": (
+        _c('{ block = "BLOCK" }', '{ block = "NULL" }'),
+        ["[kernel] macros.block", "'NULL'"],
+    ),
+    "source_key_with_builtin": (
+        _c('source = "saxpy.c"', 'builtin = "matsum"'),
+        ["[kernel] ", "only with `source`"],
+    ),
+    "source_key_with_python": (
+        _replace("function = ", 'macros = ["block"]\nfunction = '),
+        ["[kernel] macros", 'not read by executor = "python" (only by cffi)'],
+    ),
+}
+
+
+@pytest.fixture
+def c_folder(tmp_path: Path, marker: Path) -> Path:
+    """A user's folder: saxpy.c and its builder (which writes the marker when called)."""
+    folder = tmp_path / "user"
+    folder.mkdir()
+    (folder / "saxpy.c").write_text(C_SOURCE)
+    (folder / "saxpy_args.py").write_text(textwrap.dedent(C_BUILDER.format(marker=str(marker))))
+    return folder
+
+
+def test_the_good_c_source_configuration_passes_check(
+    c_folder: Path, marker: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = c_folder / "good.toml"
+    config.write_text(GOOD_C, encoding="utf-8")
+    code, out, err = _cli(["check", str(config)], capsys)
+    assert (code, err) == (0, "")
+    assert out.startswith("OK good.toml: ") and "cffi kernel" in out
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("case", sorted(LATE_C))
+def test_c_source_mistake_is_refused_before_anything_runs(
+    case: str, c_folder: Path, marker: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text, fragments = LATE_C[case]
+    _assert_refused_everywhere(text, fragments, c_folder, marker, capsys)
+
+
 #: Seeds of the fuzz corpus fed to all three entry points.
 FUZZ_SEEDS = range(600)
 
