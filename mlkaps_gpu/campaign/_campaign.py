@@ -39,7 +39,6 @@ from mlkaps_gpu.campaign._config import CampaignConfig, ConfigError, parse_confi
 from mlkaps_gpu.campaign._decisions import Evidence, EvidenceScore, decide
 from mlkaps_gpu.campaign._environment import (
     capture_environment,
-    environment_differences,
     summary_line,
 )
 from mlkaps_gpu.campaign._errors import CampaignError
@@ -54,6 +53,7 @@ from mlkaps_gpu.campaign._integrity import (
     store_problem,
 )
 from mlkaps_gpu.campaign._lock import CampaignLock, LockHeldError
+from mlkaps_gpu.campaign._readonly import ENVIRONMENT, META, ReadOnlyCampaign
 from mlkaps_gpu.campaign._setup import Setup, prepare
 from mlkaps_gpu.campaign._store import SampleStore, StoreError
 from mlkaps_gpu.codegen import boundary_inputs, render_header, verify_header
@@ -83,8 +83,6 @@ _LISTED_POINTS = 64
 _NUMERIC_PREFIXES = ("predicted_", "measured_", "best_measured_", "uncertainty", "header_")
 #: Largest grid whose points GA-Adaptive exploits at (random input points beyond).
 _EXPLOIT_GRID_LIMIT = 100_000
-META = "campaign.json"
-ENVIRONMENT = "environment.json"
 #: ``[sampling] stop_after_failures`` when a configuration does not carry it.
 DEFAULT_STOP_AFTER_FAILURES = 20
 
@@ -239,16 +237,12 @@ class Campaign:
     @property
     def environment(self) -> dict[str, Any]:
         """The recorded measurement environment (empty for directories that predate it)."""
-        path = self.directory / ENVIRONMENT
-        return dict(json.loads(path.read_text())) if path.exists() else {}
+        return ReadOnlyCampaign(self.directory).environment
 
     def environment_warnings(self) -> list[str]:
         """Differences between the recorded measurement machine and this one (none for replay
         campaigns, whose measurements were taken elsewhere by definition)."""
-        recorded = self.environment
-        if not recorded or recorded.get("replay"):
-            return []
-        return environment_differences(recorded, capture_environment())
+        return ReadOnlyCampaign(self.directory).environment_warnings()
 
     # ------------------------------------------------------------------------------ meta
     @property
@@ -962,21 +956,12 @@ class Campaign:
                 read or holds no selector (the message says how to rebuild it from the
                 measurements).
         """
-        changed = changed_outputs(self.directory, self.meta).get("selector.pkl")
-        rebuild = (
-            f"run mlkaps-gpu tune {self.directory / 'config.toml'} --out {self.directory} to "
-            "rebuild it from the measurements"
-        )
-        if changed is not None:
-            raise CampaignError(f"{self.directory}: selector.pkl {changed}; {rebuild}")
-        try:
-            with open(self.directory / "selector.pkl", "rb") as handle:
-                selector = pickle.load(handle)  # noqa: S301 - our own file, written by build_trees
-        except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ValueError) as error:
-            raise CampaignError(
-                f"{self.directory}: selector.pkl cannot be read ({error}); {rebuild}"
-            ) from None
+        selector = ReadOnlyCampaign(self.directory).load_selector()
         if not isinstance(selector, Selector):
+            rebuild = (
+                f"run mlkaps-gpu tune {self.directory / 'config.toml'} --out {self.directory} "
+                "to rebuild it from the measurements"
+            )
             raise CampaignError(f"{self.directory}: selector.pkl holds no selector; {rebuild}")
         return selector
 
