@@ -116,10 +116,12 @@ class FitnessFlowGraph:
 
     @property
     def n_nodes(self) -> int:
+        """Nodes of the graph: the configurations it was built on."""
         return len(self.values)
 
     @property
     def n_edges(self) -> int:
+        """Edges of the graph, each from a node to a better neighbour."""
         return int(self.adjacency.nnz)
 
     @property
@@ -129,9 +131,12 @@ class FitnessFlowGraph:
 
     @property
     def optimum(self) -> float:
+        """The best (lowest) objective value of any node."""
         return float(self.values.min())
 
     def pagerank(self, damping: float = 0.85) -> np.ndarray:
+        """PageRank of every node (see :func:`pagerank`): where a walk that moves to better
+        neighbours ends up; sums to 1."""
         return pagerank(self.adjacency, damping=damping)
 
     def proportion_of_centrality(

@@ -114,6 +114,7 @@ class SpaceReference:
 
     @property
     def optimum(self) -> float:
+        """The best (lowest) successful value of the space."""
         return float(np.nanmin(np.where(np.isfinite(self.values), self.values, np.nan)))
 
     @property
@@ -123,6 +124,7 @@ class SpaceReference:
 
     @property
     def size(self) -> int:
+        """Configurations of the space (failures included)."""
         return len(self.values)
 
     def baseline(self, budgets: np.ndarray | Sequence[int]) -> np.ndarray:

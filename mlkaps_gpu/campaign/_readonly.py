@@ -55,6 +55,9 @@ class ReadOnlyCampaign:
         return read_meta(self.directory)
 
     def done(self, stage: str) -> bool:
+        """Whether the manifest records ``stage`` (``sampling``, ``modeling``,
+        ``optimization`` or ``trees``) as completed (:class:`CampaignError` when it is
+        damaged)."""
         return stage in self.meta.get("stages", [])
 
     @property
@@ -68,6 +71,8 @@ class ReadOnlyCampaign:
 
     @property
     def prefix(self) -> str:
+        """The header's prefix: ``[trees] prefix`` of the saved configuration, ``mlkaps``
+        when it sets none (:class:`CampaignError` when it is not a string)."""
         trees = self.settings.get("trees", {})
         prefix = trees.get("prefix", DEFAULT_PREFIX) if isinstance(trees, dict) else None
         if not isinstance(prefix, str):
@@ -76,6 +81,7 @@ class ReadOnlyCampaign:
 
     @property
     def header_path(self) -> Path:
+        """Where the trees stage writes the header: ``<directory>/<prefix>.h``."""
         return self.directory / f"{self.prefix}.h"
 
     @property

@@ -108,6 +108,12 @@ def _requested_command(argv: Sequence[str]) -> str | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``mlkaps-gpu`` with ``argv`` (the process's arguments by default).
+
+    Returns:
+        The exit status: the command's, 2 for a usage error (a bad configuration, campaign
+        directory or value: one line on stderr, no traceback), 130 when interrupted.
+    """
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(_requested_command(argv), lazy=True)
     args = parser.parse_args(argv)

@@ -46,10 +46,12 @@ class VerificationReport:
 
     @property
     def n_mismatches(self) -> int:
+        """Differences between the header and ``select``: rows times design parameters."""
         return sum(self.mismatches.values())
 
     @property
     def ok(self) -> bool:
+        """Whether the header gave ``select``'s answer at every row compared."""
         return self.n_mismatches == 0
 
     def __str__(self) -> str:

@@ -52,6 +52,8 @@ class Result:
 
     @property
     def n_evaluations(self) -> int:
+        """Evaluations of the run (a memoized repeat is not evaluated again; see
+        ``n_proposals``)."""
         return len(self.values)
 
     @property
@@ -64,6 +66,7 @@ class Result:
 
     @property
     def best_value(self) -> float:
+        """The best (lowest) successful value; NaN when no evaluation succeeded."""
         index = self.best_index
         return float("nan") if index is None else float(self.values[index])
 

@@ -20,6 +20,7 @@ class Embedding:
 
     @property
     def dimensions(self) -> int:
+        """Axes of the unit cube: one per parameter with more than one value."""
         return len(self.free)
 
     def to_unit(self, codes: np.ndarray) -> np.ndarray:

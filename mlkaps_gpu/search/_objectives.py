@@ -134,6 +134,8 @@ class TabulatedObjective:
         return cls(space, values, statuses)
 
     def evaluate_codes(self, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Values and statuses of designs given as integer codes (one row per design), by
+        one lookup in the tables."""
         index = flat_index(np.asarray(codes, dtype=np.int64), self._radix)
         return self.values[index], self.statuses[index]
 

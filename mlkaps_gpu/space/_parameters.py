@@ -109,6 +109,8 @@ class Parameter:
 
     @property
     def dtype(self) -> Any:
+        """The numpy type of the parameter's column: int64, float64, bool or object
+        (categorical)."""
         return {"int": np.int64, "float": np.float64, "bool": np.bool_, "categorical": object}[
             self.kind
         ]
@@ -119,6 +121,8 @@ class Parameter:
 
     @property
     def n_values(self) -> int:
+        """How many values the parameter takes as a design parameter
+        (``len(domain_values())``)."""
         return len(self._domain)
 
     def _make_domain(self) -> np.ndarray:
@@ -166,6 +170,9 @@ class Parameter:
         return np.clip(values, self.low, self.high)
 
     def sample(self, n: int, rng: np.random.Generator, *, discrete: bool) -> np.ndarray:
+        """``n`` values drawn uniformly: over the domain values with ``discrete`` (or a value
+        list), else over the range (log-uniform for ``log``), as :meth:`from_unit` maps
+        uniform draws."""
         return self.from_unit(rng.random(n), discrete=discrete)
 
     def grid(self, size: int) -> np.ndarray:
@@ -221,6 +228,7 @@ class Parameter:
         return inside
 
     def as_column(self, values: Any) -> pd.Series:
+        """``values`` as a column named after the parameter, of its :attr:`dtype`."""
         return pd.Series(np.asarray(values, dtype=self.dtype), name=self.name)
 
     def describe(self) -> dict[str, Any]:

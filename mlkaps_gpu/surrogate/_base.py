@@ -17,6 +17,16 @@ class Surrogate(abc.ABC):
     """Base class of every surrogate model of one objective."""
 
     def fit(self, features: np.ndarray, target: np.ndarray) -> Self:
+        """Learn ``target`` from ``features`` (one row per value); rows whose target is not
+        finite (failed measurements) are left out.
+
+        Returns:
+            The surrogate itself, fitted.
+
+        Raises:
+            ValueError: features not 2-D with one row per target value, or fewer than two
+                finite target values.
+        """
         features = np.asarray(features, dtype=np.float64)
         target = np.asarray(target, dtype=np.float64)
         if features.ndim != 2 or len(features) != len(target):
@@ -28,6 +38,8 @@ class Surrogate(abc.ABC):
         return self
 
     def predict(self, features: np.ndarray) -> np.ndarray:
+        """Predicted objective of every row of ``features`` (a 2-D float array, columns as
+        ``Space.features`` makes them)."""
         return self._predict(np.asarray(features, dtype=np.float64))
 
     @abc.abstractmethod

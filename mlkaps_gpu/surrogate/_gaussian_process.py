@@ -144,10 +144,12 @@ class CandidateGaussianProcess:
     # ------------------------------------------------------------------------- posterior
     @property
     def mean_(self) -> np.ndarray:
+        """Posterior mean at every candidate, in the target's units."""
         return self.offset_ + self.scale_ * self._mean
 
     @property
     def std_(self) -> np.ndarray:
+        """Posterior standard deviation at every candidate, in the target's units."""
         return self.scale_ * np.sqrt(np.maximum(self._variance, 0.0))
 
     def predict(self, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -68,6 +68,8 @@ _ATOMS = [
 
 
 def random_constraint(rng: random.Random, depth: int = 0) -> str:
+    """A random constraint text: atoms (names, numbers, broken fragments) joined by
+    operators, up to four levels deep, sometimes parenthesised; well-formed or not."""
     if depth > 3 or rng.random() < 0.3:
         return rng.choice(_ATOMS)
     left = random_constraint(rng, depth + 1)

@@ -84,6 +84,7 @@ class DepthSweep:
 
     @property
     def selector(self) -> Selector:
+        """The selector fitted at the chosen depth."""
         return self.selectors[self.chosen]
 
     def records(self) -> list[dict[str, float | int]]:

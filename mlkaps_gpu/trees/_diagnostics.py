@@ -60,6 +60,7 @@ class ViolationReport:
 
     @property
     def fraction_invalid_trees(self) -> float:
+        """Share of the points whose raw tree configuration is invalid (0 without points)."""
         return self.n_invalid_trees / self.n_points if self.n_points else 0.0
 
     def __str__(self) -> str:

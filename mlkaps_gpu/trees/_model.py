@@ -95,6 +95,7 @@ class TreeStructure:
 
     @property
     def n_leaves(self) -> int:
+        """Leaves of the tree."""
         return int(np.count_nonzero(self.children_left == -1))
 
     @property
@@ -111,6 +112,8 @@ class TreeStructure:
 
     @property
     def n_features_used(self) -> int:
+        """One more than the highest feature index a split uses (0 for a single leaf): the
+        inputs the tree needs."""
         split = self.children_left != -1
         return int(self.feature[split].max()) + 1 if split.any() else 0
 
@@ -220,6 +223,7 @@ class DecisionModel:
 
     @property
     def design(self) -> tuple[Parameter, ...]:
+        """The design parameters the model chooses, in the order of its outputs."""
         return tuple(output.parameter for output in self.outputs)
 
     def features(self, table: pd.DataFrame) -> np.ndarray:

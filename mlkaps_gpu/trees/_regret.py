@@ -68,6 +68,7 @@ class RegretOracle:
 
     @property
     def n_points(self) -> int:
+        """Input points of the optima table."""
         return len(self.inputs)
 
     def _score(self, points: np.ndarray, codes: np.ndarray) -> np.ndarray:
@@ -157,6 +158,8 @@ class RegretSummary:
     n_invalid: int  # points whose selected configuration violates a constraint
 
     def as_dict(self) -> dict[str, float | int]:
+        """JSON-ready: ``mean_regret``, ``p90_regret``, ``max_regret``, ``points`` and
+        ``invalid``."""
         return {
             "mean_regret": self.mean,
             "p90_regret": self.p90,

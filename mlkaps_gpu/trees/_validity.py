@@ -143,6 +143,7 @@ class Validity:
 
     @property
     def mentioned(self) -> frozenset[str]:
+        """Names of the parameters (inputs and design) some constraint mentions."""
         return frozenset().union(*(c.names for c in self.parsed()))
 
     @property
@@ -158,10 +159,13 @@ class Validity:
 
     @property
     def constrained_params(self) -> tuple[Parameter, ...]:
+        """The design parameters some constraint mentions (see :attr:`constrained_design`)."""
         return tuple(self.design[i] for i in self.constrained_design)
 
     @property
     def product_size(self) -> int:
+        """Combinations of the constrained design parameters' values (what the fallback
+        would search)."""
         return int(np.prod([p.n_values for p in self.constrained_params], dtype=np.float64))
 
     @property

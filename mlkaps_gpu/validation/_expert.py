@@ -84,6 +84,7 @@ class Reference(abc.ABC):
         """The configurations of the input rows (design columns, any numeric / text type)."""
 
     def describe(self) -> dict[str, str]:
+        """How reports name the reference: its ``kind`` and ``label``."""
         return {"kind": self.kind, "label": self.label}
 
 

@@ -375,6 +375,8 @@ class Validation:
     summary: dict[str, Any] = field(default_factory=dict)
 
     def save(self, folder: Path) -> list[Path]:
+        """Write ``points.csv``, ``measurements.csv`` and ``summary.json`` into ``folder``
+        (created if needed); returns their paths."""
         folder.mkdir(parents=True, exist_ok=True)
         paths = [folder / "points.csv", folder / "measurements.csv", folder / "summary.json"]
         self.points.to_csv(paths[0], index=False)
@@ -384,6 +386,11 @@ class Validation:
 
     @classmethod
     def load(cls, folder: Path) -> Validation:
+        """A validation :meth:`save` wrote to ``folder``.
+
+        Raises:
+            CampaignError: ``folder`` holds no ``summary.json``.
+        """
         if not (folder / "summary.json").exists():
             raise CampaignError(f"{folder}: no validation there (summary.json missing)")
         points = pd.read_csv(folder / "points.csv", keep_default_na=False, na_values=[""])
