@@ -63,7 +63,7 @@ import numpy as np
 import pandas as pd
 
 from ._base import COMPILE_ERROR, INVALID, OK, Executor, ExecutorError, encode_times
-from ._python_function import load_function, resolve_reference
+from ._python_loader import load_function, resolve_reference
 from ._timing import TimingPolicy, median
 from ._worker_api import KernelCall, plain, split_prototype
 from ._worker_handle import WorkerHandle

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ._python_function import load_function
+from ._python_loader import load_function
 from ._timing import TimingPolicy, collect_times, summarize
 from ._worker_api import Design, KernelCall, input_seed, overwritten_positions
 

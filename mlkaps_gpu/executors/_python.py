@@ -38,10 +38,9 @@ from mlkaps_gpu.executors._python_function import (
     TIMERS,
     Failure,
     RowEvaluator,
-    load_function,
-    resolve_reference,
     summarize_samples,
 )
+from mlkaps_gpu.executors._python_loader import load_function, resolve_reference
 
 #: Seconds one call of an isolated Python kernel may take before it is killed (``timeout``).
 DEFAULT_TIMEOUT_S = 60.0

@@ -1,25 +1,18 @@
-"""Python kernels: loading ``module:function`` or ``file.py:function``, and evaluating one row.
+"""Python kernels: evaluating one row (the references are loaded by
+:mod:`~mlkaps_gpu.executors._python_loader`).
 
-Used in the campaign's process (to check a configuration, and by an executor that runs
-in-process) and in the measurement worker (:mod:`~mlkaps_gpu.executors._python_runner`), so
-both evaluate a row the same way.
+Used in the campaign's process (by an executor that runs in-process) and in the measurement
+worker (:mod:`~mlkaps_gpu.executors._python_runner`), so both evaluate a row the same way.
 """
 
 from __future__ import annotations
 
-import hashlib
-import importlib
-import importlib.util
 import math
-import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-from mlkaps_gpu.executors._base import ExecutorError
 
 TIMERS: dict[str, Callable[[], float]] = {"wall": time.perf_counter, "cpu": time.process_time}
 
@@ -34,106 +27,6 @@ class Failure(Exception):  # noqa: N818 - a failed row, never escapes the execut
     def __init__(self, message: str, *, restart: bool = False) -> None:
         super().__init__(message)
         self.restart = restart
-
-
-def split_reference(reference: str) -> tuple[str, str]:
-    """``"where:function"`` -> ``(where, function)``.
-
-    Raises:
-        ExecutorError: not of that form.
-    """
-    where, _, name = reference.rpartition(":")
-    if not where or not name.isidentifier():
-        raise ExecutorError(
-            f"function {reference!r}: give 'module:function' or 'file.py:function' (a path "
-            "relative to the configuration file)"
-        )
-    return where, name
-
-
-def is_file_reference(where: str) -> bool:
-    return where.endswith(".py") or "/" in where or "\\" in where
-
-
-def resolve_reference(reference: str, base: Path | None) -> str:
-    """The reference with a file path made absolute (relative to ``base``)."""
-    where, name = split_reference(reference)
-    if not is_file_reference(where):
-        return reference
-    path = Path(where).expanduser()
-    if not path.is_absolute():
-        path = (base or Path.cwd()) / path
-    return f"{path.resolve()}:{name}"
-
-
-def load_function(reference: str, base: Path | None = None) -> Callable[..., Any]:
-    """The callable a reference names: ``module:function`` (imported) or ``file.py:function``
-    (loaded from the file, relative to ``base``, without needing ``PYTHONPATH``; the file's
-    folder is put on ``sys.path`` so that it may import its neighbours).
-
-    Raises:
-        ExecutorError: naming the file or module and the function, and what went wrong.
-    """
-    where, name = split_reference(resolve_reference(reference, base))
-    if is_file_reference(where):
-        module = _load_file(Path(where))
-        label = where
-    else:
-        label = f"module {where}"
-        try:
-            module = importlib.import_module(where)
-        except ImportError as error:
-            raise ExecutorError(
-                f"function {reference!r}: cannot import {where} ({_text(error)}); give a file "
-                "path such as 'kernels.py:run' (relative to the configuration file) or put the "
-                "module on PYTHONPATH"
-            ) from None
-        except Exception as error:  # noqa: BLE001 - user code at import time
-            raise ExecutorError(
-                f"function {reference!r}: importing {where} raised {_describe(error)}"
-            ) from None
-    function = getattr(module, name, None)
-    if function is None:
-        defined = sorted(
-            n for n, v in vars(module).items() if callable(v) and not n.startswith("_")
-        )
-        raise ExecutorError(
-            f"function {reference!r}: {label} has no function '{name}' "
-            f"(it defines: {', '.join(defined[:12]) or 'no functions'})"
-        )
-    if not callable(function):
-        raise ExecutorError(f"function {reference!r}: '{name}' in {label} is not callable")
-    return function  # type: ignore[no-any-return]
-
-
-def _load_file(path: Path) -> Any:
-    if not path.is_file():
-        raise ExecutorError(f"function file not found: {path}")
-    digest = hashlib.sha256(str(path).encode()).hexdigest()[:12]
-    module_name = f"mlkaps_kernel_{_identifier(path.stem)}_{digest}"
-    if module_name in sys.modules:
-        return sys.modules[module_name]
-    folder = str(path.parent)
-    if folder not in sys.path:
-        sys.path.insert(0, folder)
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    if spec is None or spec.loader is None:
-        raise ExecutorError(f"{path}: not a Python file that can be loaded")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
-    try:
-        spec.loader.exec_module(module)
-    except SyntaxError as error:
-        sys.modules.pop(module_name, None)
-        raise ExecutorError(f"{path}:{error.lineno}: syntax error ({error.msg})") from None
-    except Exception as error:  # noqa: BLE001 - user code at import time
-        sys.modules.pop(module_name, None)
-        raise ExecutorError(f"{path}: loading it raised {_describe(error)}") from None
-    return module
-
-
-def _identifier(text: str) -> str:
-    return "".join(c if c.isalnum() else "_" for c in text)
 
 
 class RowEvaluator:
@@ -242,15 +135,16 @@ def summarize_samples(samples: Mapping[str, list[float]]) -> dict[str, float]:
 
 def _failure(exc: BaseException) -> Failure:
     if isinstance(exc, MemoryError):
-        return Failure(f"out of memory ({_describe(exc)})", restart=True)
-    return Failure(_describe(exc))
+        return Failure(f"out of memory ({describe(exc)})", restart=True)
+    return Failure(describe(exc))
 
 
-def _text(exc: BaseException) -> str:
+def one_line(exc: BaseException) -> str:
+    """An exception's text on one line."""
     return " ".join(str(exc).split())
 
 
-def _describe(exc: BaseException) -> str:
+def describe(exc: BaseException) -> str:
     """One-line ``Type: text`` of an exception."""
-    text = _text(exc)
+    text = one_line(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

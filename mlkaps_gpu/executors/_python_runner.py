@@ -14,12 +14,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from mlkaps_gpu.executors._base import OK, RUNTIME_ERROR
-from mlkaps_gpu.executors._python_function import (
-    Failure,
-    RowEvaluator,
-    load_function,
-    summarize_samples,
-)
+from mlkaps_gpu.executors._python_function import Failure, RowEvaluator, summarize_samples
+from mlkaps_gpu.executors._python_loader import load_function
 
 _MIB = 1 << 20
 

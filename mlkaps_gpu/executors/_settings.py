@@ -21,7 +21,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 from mlkaps_gpu.executors._base import ExecutorError
 from mlkaps_gpu.executors._cffi import check_prototype
 from mlkaps_gpu.executors._command import template_fields
-from mlkaps_gpu.executors._python_function import load_function, resolve_reference
+from mlkaps_gpu.executors._python_loader import load_function, resolve_reference
 from mlkaps_gpu.space import (
     FiniteFloat,
     IdentifierError,

@@ -9,7 +9,9 @@ start; file descriptor 1 is then pointed at stderr so that a kernel's ``printf``
 the protocol): each message is an 8-byte little-endian length followed by a pickled ``dict``.
 
 * parent -> worker ``{"kind": "configure", "sys_path": [...], "runner": "module:attr",
-  "config": <pickled bytes>}``; reply ``{"kind": "ready"}`` or ``{"kind": "error", "message"}``.
+  "config": <pickled bytes>}`` (the parent's ``sys.path``, which becomes the worker's, in
+  the same order: see :func:`install_path`); reply ``{"kind": "ready"}`` or
+  ``{"kind": "error", "message"}``.
   The runner factory is called with the unpickled config and returns an object with a
   ``measure(request: dict, progress) -> dict`` method, ``progress(what, timeout_s=None)``.
 * parent -> worker ``{"kind": "measure", "request": {...}}``; the worker sends
@@ -79,6 +81,15 @@ def resolve(reference: str) -> Any:
     return target
 
 
+def install_path(parent_path: list[str]) -> None:
+    """Make ``sys.path`` the parent's, in the parent's order, then this process's own entries
+    that the parent lacks: a module reference resolves here to the file it resolved to there
+    (an entry of the worker's own, such as its working folder, must not move ahead of the
+    parent's and let another folder's ``kernels.py`` shadow the parent's)."""
+    sys.path[:] = list(dict.fromkeys([*parent_path, *sys.path]))
+    importlib.invalidate_caches()
+
+
 def _watch_parent(parent: int) -> None:
     while True:
         time.sleep(1.0)
@@ -107,9 +118,7 @@ def main() -> int:
         kind = message["kind"]
         if kind == "configure":
             try:
-                for entry in reversed(message.get("sys_path", [])):
-                    if entry not in sys.path:
-                        sys.path.insert(0, entry)
+                install_path(message.get("sys_path", []))
                 factory: Callable[[Any], Any] = resolve(message["runner"])
                 config = pickle.loads(message["config"])  # noqa: S301 - from our own parent
                 runner = factory(config)

@@ -118,7 +118,8 @@ class WorkerHandle:
         self._buffer = b""
         message = {
             "kind": "configure",
-            "sys_path": [p for p in sys.path if p],
+            # "" is the working folder: the worker's, named, at the same place
+            "sys_path": [p or os.getcwd() for p in sys.path],
             "runner": self.runner,
             "config": self._config,
         }

@@ -6,6 +6,7 @@ one."""
 from __future__ import annotations
 
 import shutil
+import sys
 import textwrap
 from pathlib import Path
 
@@ -49,6 +50,11 @@ def build(inputs, rng):
 def check(inputs, outputs):
     expected = inputs["x"] * inputs["a"]
     return np.allclose(outputs["x"], expected) and np.isclose(outputs["return"], expected.sum())
+"""
+REFUSE_ALL = """
+
+def check(inputs, outputs):
+    return False
 """
 
 
@@ -117,3 +123,41 @@ def test_a_builder_that_cannot_be_loaded_is_named(
         CffiExecutor(folder / "scale.c", PROTOTYPE, builder, macros={"unroll": "UNROLL"})
     for fragment in fragments:
         assert fragment in str(caught.value), str(caught.value)
+
+
+def test_two_folders_builders_and_checks_of_one_name_stay_apart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two folders with a ``scale_args.py`` each (the second's check refuses everything), used
+    one after the other in one process: each executor's worker loads its own folder's, by file
+    reference and by module reference (the second folder first on ``sys.path``)."""
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.delitem(sys.modules, "scale_args", raising=False)
+    folders = {}
+    for name, arguments in [("a", ARGUMENTS), ("b", ARGUMENTS + REFUSE_ALL)]:
+        folders[name] = tmp_path / name
+        folders[name].mkdir()
+        (folders[name] / "scale_args.py").write_text(textwrap.dedent(arguments))
+    rows = pd.DataFrame({"n": [10], "unroll": [2], "a": [3.0]})
+
+    def status(builder: str, check: str) -> str:
+        with CffiExecutor(
+            SOURCE,
+            PROTOTYPE,
+            builder,
+            check=check,
+            macros={"unroll": "UNROLL"},
+            runtime=["a"],
+            cache_dir=tmp_path / "cache",
+            timing=TimingPolicy(warmup=0, repeats=1),
+        ) as executor:
+            return str(executor.run(rows)["status"].iloc[0])
+
+    for name, expected in [("a", "ok"), ("b", "invalid"), ("a", "ok")]:
+        monkeypatch.chdir(folders[name])
+        assert status("scale_args.py:build", "scale_args.py:check") == expected, name
+    for name in ("a", "b"):  # b first on sys.path, then a
+        monkeypatch.syspath_prepend(str(folders[name]))
+    for working_folder in (folders["b"], tmp_path):
+        monkeypatch.chdir(working_folder)
+        assert status("scale_args:build", "scale_args:check") == "invalid", working_folder
