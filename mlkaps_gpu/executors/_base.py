@@ -133,6 +133,8 @@ class Executor(abc.ABC):
 
 
 def empty_results(objectives: Sequence[str]) -> pd.DataFrame:
+    """A result table with no rows: a float column per objective, then ``status``,
+    ``n_repeats``, ``raw_times`` and ``message``, in the dtypes :meth:`Executor.run` returns."""
     columns: dict[str, Any] = {name: pd.Series(dtype=np.float64) for name in objectives}
     columns["status"] = pd.Series(dtype=object)
     columns["n_repeats"] = pd.Series(dtype=np.int64)

@@ -486,6 +486,8 @@ class CffiExecutor(Executor):
         return self.worker.starts
 
     def close(self) -> None:
+        """Stop the worker process (the compiled modules stay in the cache). Safe to call
+        twice; a later :meth:`run` starts a new worker."""
         self.worker.close()
 
     # --------------------------------------------------------------------------------- run

@@ -149,9 +149,13 @@ class CupyExecutor(Executor):
 
     @property
     def worker_starts(self) -> int:
+        """Worker processes started so far (1 + restarts after crashes, timeouts and broken
+        CUDA contexts)."""
         return self.worker.starts
 
     def close(self) -> None:
+        """Stop the worker process (and release its GPU context). Safe to call twice; a later
+        :meth:`run` starts a new worker."""
         self.worker.close()
 
     def _run(self, rows: pd.DataFrame) -> pd.DataFrame:

@@ -198,6 +198,8 @@ class PythonExecutor(Executor):
             return self._closed_starts + live
 
     def close(self) -> None:
+        """Stop the worker processes (one per thread that ran rows). Safe to call twice; a
+        later :meth:`run` starts new ones."""
         with self._lock:
             workers, self._workers = list(self._workers.values()), {}
             self._closed_starts += sum(int(worker.starts) for worker in workers)

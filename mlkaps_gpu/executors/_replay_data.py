@@ -50,9 +50,11 @@ class ReplayTable:
 
     @property
     def name(self) -> str:
+        """The file's name (without its folder)."""
         return self.path.name
 
     def n_failed(self) -> int:
+        """Records whose status is not ``ok`` (invalid, compile or runtime error)."""
         return int((self.records["status"] != OK).sum())
 
     def best(self) -> float:

@@ -68,6 +68,8 @@ class TimingPolicy:
 
     @property
     def adaptive(self) -> bool:
+        """Whether runs are added past ``repeats`` (up to ``max_repeats``) until the stop
+        rules hold."""
         return self.max_repeats is not None and self.max_repeats > self.repeats
 
 

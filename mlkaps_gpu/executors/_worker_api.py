@@ -58,6 +58,13 @@ class Design:
     codes: Mapping[Any, int | float] | None = None
 
     def resolve(self, design: Mapping[str, Any]) -> Any:
+        """The value passed to the kernel for this row's ``design`` values: the parameter's
+        value, or its code.
+
+        Raises:
+            KeyError: the parameter is not in the row, or its value has no code.
+            TypeError: a text value without ``codes``.
+        """
         if self.name not in design:
             raise KeyError(f"design parameter '{self.name}' is not in the row")
         value = design[self.name]
