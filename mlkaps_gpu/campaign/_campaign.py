@@ -635,42 +635,10 @@ class Campaign:
             ``from_measurements`` (points whose decision is a measured configuration),
             ``method`` (the one ``auto`` chose) and ``seconds``.
         """
-        options = self.config.optimization
-
-        def report(done: int, total: int) -> None:
-            if progress:
-                progress("optimization", done, total)
-
-        optimizer = GridOptimizer(
-            self.space,
-            objectives=self.setup.objectives,
-            directions=self.setup.directions,
-            method=options.method,  # type: ignore[arg-type]
-            population=options.population,
-            generations=options.generations,
-            weights=options.weights,
-            bounds=options.bounds,
-            window=options.window,
-            seed=self.config.seed,
-            progress=report,
-        )
+        optimizer = self._grid_optimizer(progress)
         started = time.perf_counter()
-        if (
-            self.config.execution.backend == "dask"
-            and optimizer.chosen_method(self.grid()) == "nsga2"
-        ):
-            # grid chunks on the Dask workers: each chunk carries its own seed, so the result
-            # is the single-process one whatever the number of workers
-            from mlkaps_gpu.campaign._distributed import connect
-
-            with connect(self.config.execution, label=self.config.path.name) as (client, _):
-                optimizer.map_chunks = lambda function, items: client.gather(
-                    client.map(function, items, pure=False)
-                )
-                optima = optimizer.run(self.load_models(), self.grid())
-        else:
-            optima = optimizer.run(self.load_models(), self.grid())
-        method = optima.attrs.get("method", options.method)
+        optima = self._run_grid_optimizer(optimizer)
+        method = optima.attrs.get("method", self.config.optimization.method)
         optima = optima[optima["n_valid"] != 0].reset_index(drop=True)
         optima["source"] = "surrogate"
         if self.decides_from_evidence:
@@ -687,6 +655,47 @@ class Campaign:
         self._clear_after("optimization")
         self._mark_done("optimization", **details)
         return details
+
+    def _grid_optimizer(self, progress: Progress | None) -> GridOptimizer:
+        """The :class:`~mlkaps_gpu.optimize.GridOptimizer` of ``[optimization]``, telling
+        ``progress("optimization", done, total)``."""
+        options = self.config.optimization
+
+        def report(done: int, total: int) -> None:
+            if progress:
+                progress("optimization", done, total)
+
+        return GridOptimizer(
+            self.space,
+            objectives=self.setup.objectives,
+            directions=self.setup.directions,
+            method=options.method,  # type: ignore[arg-type]
+            population=options.population,
+            generations=options.generations,
+            weights=options.weights,
+            bounds=options.bounds,
+            window=options.window,
+            seed=self.config.seed,
+            progress=report,
+        )
+
+    def _run_grid_optimizer(self, optimizer: GridOptimizer) -> pd.DataFrame:
+        """The optimizer's optima on :meth:`grid` with :meth:`load_models`; NSGA-II grid
+        chunks go to the Dask workers with the ``dask`` backend."""
+        if (
+            self.config.execution.backend == "dask"
+            and optimizer.chosen_method(self.grid()) == "nsga2"
+        ):
+            # grid chunks on the Dask workers: each chunk carries its own seed, so the result
+            # is the single-process one whatever the number of workers
+            from mlkaps_gpu.campaign._distributed import connect
+
+            with connect(self.config.execution, label=self.config.path.name) as (client, _):
+                optimizer.map_chunks = lambda function, items: client.gather(
+                    client.map(function, items, pure=False)
+                )
+                return optimizer.run(self.load_models(), self.grid())
+        return optimizer.run(self.load_models(), self.grid())
 
     @property
     def decides_from_evidence(self) -> bool:
