@@ -17,6 +17,10 @@ LightGBM's ``predict`` only (``--engine lightgbm``), or (a) runs with both in th
 (``--engine both``, the default) so that the two batched rows compare on the same machine state.
 
     python experiments/bench_optimize.py [--subset 40] [--engine both] [--out FILE.md]
+        [--baseline REVISION]
+
+``--baseline`` adds a row for (a) run by the ``mlkaps_gpu/optimize/`` package of an earlier
+commit (the whole package, read with ``git``; the space and the surrogate are this checkout's).
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _provenance import header, load_average, provenance  # noqa: E402
 
 POPULATION, GENERATIONS, GRID = 32, 40, 46
+_ROOT = Path(__file__).resolve().parent.parent
 
 
 def make_space() -> Space:
@@ -105,36 +110,57 @@ def _engine(name: str) -> str:
     return "lightgbm" if name == "lightgbm" else "auto"
 
 
-def _use_batched_of(revision: str) -> None:
-    """Make ``GridOptimizer`` run the batched NSGA-II of an earlier commit (this process only)."""
-    import importlib.util
+def _optimize_package_of(revision: str, folder: Path) -> Path:
+    """Write the ``mlkaps_gpu/optimize/`` package of ``revision`` (every file of it: the batched
+    NSGA-II was one module before 729292a, three after) under ``folder``; return its path."""
     import subprocess
+
+    def git(*args: str) -> bytes:
+        return subprocess.run(["git", *args], cwd=_ROOT, capture_output=True, check=True).stdout
+
+    names = git("ls-tree", "-r", "-z", "--name-only", revision, "--", "mlkaps_gpu/optimize/")
+    files = [name for name in names.decode().split("\0") if name]
+    if "mlkaps_gpu/optimize/__init__.py" not in files:
+        raise SystemExit(f"--baseline {revision}: that revision has no mlkaps_gpu/optimize/")
+    for name in files:
+        target = folder / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(git("show", f"{revision}:{name}"))
+    return folder / "mlkaps_gpu" / "optimize"
+
+
+def _use_optimize_of(revision: str) -> None:
+    """Make ``mlkaps_gpu.optimize`` the whole package of an earlier commit (this process only;
+    the space and the surrogate stay this checkout's). Call before anything imports it."""
+    import atexit
+    import importlib.util
+    import shutil
     import tempfile
 
-    import mlkaps_gpu.optimize._grid as grid_module
+    import mlkaps_gpu
 
-    source = subprocess.run(
-        ["git", "show", f"{revision}:mlkaps_gpu/optimize/_batched.py"],
-        cwd=Path(__file__).resolve().parent.parent,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    path = Path(tempfile.mkdtemp()) / "baseline_batched.py"
-    path.write_text(source, encoding="utf-8")
-    spec = importlib.util.spec_from_file_location("baseline_batched", path)
+    if "mlkaps_gpu.optimize" in sys.modules:
+        raise RuntimeError("mlkaps_gpu.optimize is already imported: the baseline comes too late")
+    folder = Path(tempfile.mkdtemp(prefix="bench_optimize_baseline_"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    package = _optimize_package_of(revision, folder)
+    spec = importlib.util.spec_from_file_location(
+        "mlkaps_gpu.optimize", package / "__init__.py", submodule_search_locations=[str(package)]
+    )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    sys.modules["baseline_batched"] = module
+    # its own modules (``from mlkaps_gpu.optimize._survival import ...``) are found in the
+    # revision's folder, through the package's __path__
+    sys.modules["mlkaps_gpu.optimize"] = module
     spec.loader.exec_module(module)
-    grid_module.BatchedNSGA2 = module.BatchedNSGA2  # type: ignore[misc]
+    mlkaps_gpu.optimize = module  # type: ignore[attr-defined]
 
 
 def run_batched(queue: Any, engine: str, baseline: str = "") -> None:
+    if baseline:
+        _use_optimize_of(baseline)
     from mlkaps_gpu.optimize import GridOptimizer
 
-    if baseline:
-        _use_batched_of(baseline)
     space, model = build_surrogate(engine=_engine(engine))
     grid = space.grid(GRID)
     timed = _TimedModel(model)
@@ -262,7 +288,9 @@ def main() -> int:
         "--baseline",
         default="",
         metavar="REVISION",
-        help="also run (a) with the batched NSGA-II of this commit, predicting with LightGBM",
+        help="also run (a) with the mlkaps_gpu/optimize/ package of this commit (its grid "
+        "optimizer and batched NSGA-II; this checkout's space and surrogate), predicting with "
+        "LightGBM",
     )
     args = parser.parse_args()
     lines = provenance()
