@@ -47,32 +47,34 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def _first_line(command: list[str]) -> str | None:
+def _output_lines(command: list[str], *, stderr: bool = True) -> list[str]:
+    """The non-blank lines (stripped) a command prints on stdout, then on stderr unless told
+    not to; none when it is not installed, cannot run or fails."""
     executable = shutil.which(command[0])
     if executable is None:
-        return None
+        return []
     try:
         result = subprocess.run(
             [executable, *command[1:]], capture_output=True, text=True, timeout=10, check=False
         )
     except (OSError, subprocess.SubprocessError):
-        return None
-    lines = [line for line in (result.stdout + result.stderr).splitlines() if line.strip()]
-    return lines[0].strip() if result.returncode == 0 and lines else None
+        return []
+    if result.returncode != 0:
+        return []
+    text = result.stdout + (result.stderr if stderr else "")
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def _first_line(command: list[str]) -> str | None:
+    lines = _output_lines(command)
+    return lines[0] if lines else None
 
 
 def _last_line(command: list[str]) -> str | None:
-    executable = shutil.which(command[0])
-    if executable is None:
-        return None
-    try:
-        result = subprocess.run(
-            [executable, *command[1:]], capture_output=True, text=True, timeout=10, check=False
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    lines = [line for line in result.stdout.splitlines() if line.strip()]
-    return lines[-1].strip() if result.returncode == 0 and lines else None
+    """The last line of stdout (``nvcc --version`` ends with its build; a warning on stderr
+    must not take its place)."""
+    lines = _output_lines(command, stderr=False)
+    return lines[-1] if lines else None
 
 
 def _gpu() -> dict[str, Any]:
