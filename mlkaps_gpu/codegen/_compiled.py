@@ -22,10 +22,9 @@ from mlkaps_gpu.codegen._verify import (
     _C_ARRAY_TYPES,
     _NUMPY_TYPES,
     _input_array,
-    _model_of,
     _wrapper_source,
 )
-from mlkaps_gpu.trees import DecisionModel, Selector
+from mlkaps_gpu.trees import DecisionModel, Selector, model_of
 
 
 class CompiledHeader:
@@ -42,7 +41,7 @@ class CompiledHeader:
     def __init__(
         self, selector: Selector | DecisionModel, header: str, *, prefix: str, build_dir: Path
     ) -> None:
-        self.model = _model_of(selector)
+        self.model = model_of(selector)
         plan = NamePlan.build(prefix, self.model.inputs, self.model.design, self.model.tree_names)
         taken = set(plan.all_file_scope())
         self.function = f"{prefix}_python_batch"

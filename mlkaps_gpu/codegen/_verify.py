@@ -23,7 +23,7 @@ import pandas as pd
 
 from mlkaps_gpu.codegen._names import NamePlan
 from mlkaps_gpu.space import Parameter
-from mlkaps_gpu.trees import FLOAT32_MAX, DecisionModel, Selector
+from mlkaps_gpu.trees import FLOAT32_MAX, DecisionModel, Selector, model_of
 
 C_ARRAY_TYPES = {"int": "long long", "float": "double", "bool": "int", "categorical": "int"}
 NUMPY_TYPES = {"int": np.int64, "float": np.float64, "bool": np.intc, "categorical": np.intc}
@@ -61,15 +61,6 @@ class VerificationReport:
             f"header differs from select on {self.n_mismatches} outputs of {self.n_rows} rows "
             f"({self.mismatches}); first: {list(self.first_mismatches)}"
         )
-
-
-def _model_of(selector: Selector | DecisionModel) -> DecisionModel:
-    if isinstance(selector, DecisionModel):
-        return selector
-    model = getattr(selector, "model_", None)
-    if model is None:
-        raise RuntimeError(f"{type(selector).__name__} is not fitted: call fit() first")
-    return model
 
 
 def batch_source(
@@ -245,7 +236,7 @@ def verify_header(
         workdir: where to build (a temporary directory when ``None``).
         max_reported: how many mismatching rows to describe.
     """
-    model = _model_of(selector)
+    model = model_of(selector)
     plan = NamePlan.build(prefix, model.inputs, model.design, model.tree_names)
     if f" {plan.select_function}(" not in header:
         raise ValueError(f"header has no function {plan.select_function}(): wrong prefix?")
@@ -329,7 +320,7 @@ def boundary_inputs(
     Each special value appears in ``repeats`` rows whose other inputs are random; then
     ``n_random`` rows mix random domain points with special values.
     """
-    model = _model_of(selector)
+    model = model_of(selector)
     # values where a constraint on an input may flip: the numeric design values
     flips = np.empty(0)
     if model.validity is not None:

@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 
 from mlkaps_gpu.codegen._names import NamePlan
-from mlkaps_gpu.codegen._verify import C_ARRAY_TYPES, _input_array, _load_module, _model_of
-from mlkaps_gpu.trees import DecisionModel, Selector
+from mlkaps_gpu.codegen._verify import C_ARRAY_TYPES, _input_array, _load_module
+from mlkaps_gpu.trees import DecisionModel, Selector, model_of
 
 
 def _design_array(kind: str, parameter_codes: np.ndarray, column: pd.Series) -> np.ndarray:
@@ -70,7 +70,7 @@ def verify_is_valid(
 
     Input values must be representable by the C argument types (categorical inputs in their
     domain); design values may lie outside their domains."""
-    model = _model_of(selector)
+    model = model_of(selector)
     if model.validity is None:
         raise ValueError("this model has no validity: fit the selector with space=")
     taken = set(

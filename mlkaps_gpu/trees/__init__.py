@@ -19,7 +19,12 @@ from mlkaps_gpu.trees._depth import (
     sweep_depths,
     tree_size,
 )
-from mlkaps_gpu.trees._diagnostics import ViolationReport, constraint_violations, predicted_regret
+from mlkaps_gpu.trees._diagnostics import (
+    ViolationReport,
+    constraint_violations,
+    model_of,
+    predicted_regret,
+)
 from mlkaps_gpu.trees._joint import JointSelector
 from mlkaps_gpu.trees._model import FLOAT32_MAX, DecisionModel, LeafOutput, TreeStructure
 from mlkaps_gpu.trees._regret import RegretOracle, RegretSummary, Score, relative_regret
@@ -51,6 +56,7 @@ __all__ = [
     "constraint_violations",
     "fit_selector",
     "make_selector",
+    "model_of",
     "predicted_regret",
     "relative_regret",
     "sweep_depths",

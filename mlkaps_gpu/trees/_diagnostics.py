@@ -15,7 +15,11 @@ from mlkaps_gpu.trees._selector import Selector
 
 
 def model_of(selector: Selector | DecisionModel) -> DecisionModel:
-    """The decision model of a fitted selector (or the model itself)."""
+    """The decision model of a fitted selector (or the model itself).
+
+    Raises:
+        RuntimeError: the selector is not fitted.
+    """
     if isinstance(selector, DecisionModel):
         return selector
     model = getattr(selector, "model_", None)
