@@ -53,15 +53,17 @@ from __future__ import annotations
 import ast
 import math
 import warnings
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, NoReturn, TypeVar
 
 import numpy as np
 
 from mlkaps_gpu.space._parameters import Parameter, SpaceError
 
 Evaluator = Callable[[Mapping[str, Any]], Any]
+_Result = TypeVar("_Result")
 
 
 def _divide(left: Any, right: Any) -> Any:
@@ -227,7 +229,7 @@ class Constraint:
         writer = _CWriter(name_of, literal_of, avoid=avoid, indent=indent)
         result = writer.local("value")
         lines = [f"double {result};", "{"]
-        body = writer.compute(self.tree.body)
+        body = writer.visit(self.tree.body)
         lines += [indent + line for line in [*body.lines, f"{result} = {body.value};"]]
         lines.append("}")
         return lines, result
@@ -281,7 +283,7 @@ def parse_constraint(source: str, parameters: Mapping[str, Parameter]) -> Constr
     if _depth(tree.body) > MAX_DEPTH:
         raise ConstraintError(too_deep)
     checker = _Checker(text, parameters)
-    evaluate, kind = checker.compile(tree.body)
+    evaluate, kind = checker.visit(tree.body)
     if kind == _STR:
         raise checker.fail(tree.body, "a string is not a condition")
     return Constraint(text, frozenset(checker.names), tree, evaluate)
@@ -339,19 +341,13 @@ def _logical_or(left: Any, right: Any) -> Any:
     return np.where(np.not_equal(left, 0), left, right)  # nan != 0: undefined stays
 
 
-class _Checker:
-    """Walks the AST, refusing anything outside the whitelist, and builds numpy closures."""
+class _Walker(ABC, Generic[_Result]):
+    """The one dispatch over the language's node kinds, shared by the checker (numpy closures)
+    and the C writer, so that both accept the same whitelist: a constant, a name, an arithmetic
+    or unary operation, ``and`` / ``or``, a comparison and a call each go to their method; any
+    other node goes to :meth:`_other`, which refuses it."""
 
-    def __init__(self, text: str, parameters: Mapping[str, Parameter]) -> None:
-        self.text = text
-        self.parameters = parameters
-        self.names: set[str] = set()
-
-    def fail(self, node: ast.AST, problem: str) -> ConstraintError:
-        segment = ast.get_source_segment(self.text, node) or type(node).__name__
-        return ConstraintError(f"constraint {self.text!r}: {problem}: '{segment}'")
-
-    def compile(self, node: ast.AST) -> tuple[Evaluator, str]:
+    def visit(self, node: ast.AST) -> _Result:
         if isinstance(node, ast.Constant):
             return self._constant(node)
         if isinstance(node, ast.Name):
@@ -366,6 +362,47 @@ class _Checker:
             return self._compare(node)
         if isinstance(node, ast.Call):
             return self._call(node)
+        self._other(node)
+
+    @abstractmethod
+    def _other(self, node: ast.AST) -> NoReturn:
+        """Refuse a node outside the language."""
+
+    @abstractmethod
+    def _constant(self, node: ast.Constant) -> _Result: ...
+
+    @abstractmethod
+    def _name(self, node: ast.Name) -> _Result: ...
+
+    @abstractmethod
+    def _binary(self, node: ast.BinOp) -> _Result: ...
+
+    @abstractmethod
+    def _unary(self, node: ast.UnaryOp) -> _Result: ...
+
+    @abstractmethod
+    def _boolean(self, node: ast.BoolOp) -> _Result: ...
+
+    @abstractmethod
+    def _compare(self, node: ast.Compare) -> _Result: ...
+
+    @abstractmethod
+    def _call(self, node: ast.Call) -> _Result: ...
+
+
+class _Checker(_Walker[tuple[Evaluator, str]]):
+    """Walks the AST, refusing anything outside the whitelist, and builds numpy closures."""
+
+    def __init__(self, text: str, parameters: Mapping[str, Parameter]) -> None:
+        self.text = text
+        self.parameters = parameters
+        self.names: set[str] = set()
+
+    def fail(self, node: ast.AST, problem: str) -> ConstraintError:
+        segment = ast.get_source_segment(self.text, node) or type(node).__name__
+        return ConstraintError(f"constraint {self.text!r}: {problem}: '{segment}'")
+
+    def _other(self, node: ast.AST) -> NoReturn:
         problems = {
             ast.Attribute: "attribute access is not allowed",
             ast.Subscript: "subscripts are not allowed",
@@ -403,14 +440,14 @@ class _Checker:
     def _binary(self, node: ast.BinOp) -> tuple[Evaluator, str]:
         # a left-to-right chain (a + b - c ...) is compiled in a loop, not by recursion
         leftmost, chain = _left_chain(node)
-        first, kind = self.compile(leftmost)
+        first, kind = self.visit(leftmost)
         steps: list[tuple[Callable[[Any, Any], Any], Evaluator]] = []
         for operation in chain:
             if type(operation.op) not in _BINARY:
                 raise self.fail(
                     operation, f"operator '{type(operation.op).__name__}' is not allowed"
                 )
-            right, right_kind = self.compile(operation.right)
+            right, right_kind = self.visit(operation.right)
             if _STR in (kind, right_kind):
                 raise self.fail(operation, "arithmetic on a categorical parameter or string")
             steps.append((_BINARY[type(operation.op)][1], right))
@@ -424,7 +461,7 @@ class _Checker:
         return evaluate, _NUM
 
     def _unary(self, node: ast.UnaryOp) -> tuple[Evaluator, str]:
-        operand, kind = self.compile(node.operand)
+        operand, kind = self.visit(node.operand)
         if kind == _STR:
             raise self.fail(node, "a string is not a number or a condition")
         if isinstance(node.op, ast.Not):
@@ -438,7 +475,7 @@ class _Checker:
     def _boolean(self, node: ast.BoolOp) -> tuple[Evaluator, str]:
         parts = []
         for value in node.values:
-            part, kind = self.compile(value)
+            part, kind = self.visit(value)
             if kind == _STR:
                 raise self.fail(value, "a string is not a condition")
             parts.append(part)
@@ -454,7 +491,7 @@ class _Checker:
 
     def _compare(self, node: ast.Compare) -> tuple[Evaluator, str]:
         nodes = [node.left, *node.comparators]
-        operands = [self.compile(n) for n in nodes]
+        operands = [self.visit(n) for n in nodes]
         comparisons = []
         for index, op in enumerate(node.ops):
             if type(op) not in _COMPARE:
@@ -514,7 +551,7 @@ class _Checker:
             raise self.fail(node, f"wrong number of arguments to '{name}'")
         arguments = []
         for argument in node.args:
-            evaluator, kind = self.compile(argument)
+            evaluator, kind = self.visit(argument)
             if kind == _STR:
                 raise self.fail(argument, f"'{name}' of a string")
             arguments.append(evaluator)
@@ -547,7 +584,7 @@ def _c_double(value: float) -> str:
     return text if any(c in text for c in ".en") else text + ".0"
 
 
-class _CWriter:
+class _CWriter(_Walker[_CCode]):
     """Writes a checked constraint tree as C statements with the module's semantics.
 
     Every operation stores its result in a fresh local double, so nothing is evaluated twice
@@ -578,35 +615,27 @@ class _CWriter:
                 self.avoid.add(name)
                 return name
 
-    def compute(self, node: ast.AST) -> _CCode:
-        if isinstance(node, ast.Constant):
-            if isinstance(node.value, str):
-                raise ConstraintError("string constant outside a comparison")
-            value = node.value
-            assert isinstance(value, (int, float)), "checked when parsed"
-            number = _int_to_float(value) if isinstance(value, int) else float(value)
-            return _CCode([], _c_double(number))
-        if isinstance(node, ast.Name):
-            return _CCode([], f"({self.name_of(node.id)})")
-        if isinstance(node, ast.BinOp):
-            return self._binary(node)
-        if isinstance(node, ast.UnaryOp):
-            return self._unary(node)
-        if isinstance(node, ast.BoolOp):
-            return self._boolean(node)
-        if isinstance(node, ast.Compare):
-            return self._compare(node)
-        if isinstance(node, ast.Call):
-            return self._call(node)
+    def _other(self, node: ast.AST) -> NoReturn:
         raise ConstraintError(f"cannot write {type(node).__name__} as C")
+
+    def _constant(self, node: ast.Constant) -> _CCode:
+        if isinstance(node.value, str):
+            raise ConstraintError("string constant outside a comparison")
+        value = node.value
+        assert isinstance(value, (int, float)), "checked when parsed"
+        number = _int_to_float(value) if isinstance(value, int) else float(value)
+        return _CCode([], _c_double(number))
+
+    def _name(self, node: ast.Name) -> _CCode:
+        return _CCode([], f"({self.name_of(node.id)})")
 
     def _binary(self, node: ast.BinOp) -> _CCode:
         leftmost, chain = _left_chain(node)  # a loop, not recursion, along a + b - c ...
-        code = self.compute(leftmost)
+        code = self.visit(leftmost)
         lines = list(code.lines)
         value = code.value
         for operation in chain:
-            right = self.compute(operation.right)
+            right = self.visit(operation.right)
             lines += right.lines
             result = self.local()
             lines += self._arithmetic(operation.op, value, right.value, result)
@@ -674,7 +703,7 @@ class _CWriter:
         ]
 
     def _unary(self, node: ast.UnaryOp) -> _CCode:
-        operand = self.compute(node.operand)
+        operand = self.visit(node.operand)
         if isinstance(node.op, ast.UAdd):
             return operand
         a, r = operand.value, self.local()
@@ -706,12 +735,12 @@ class _CWriter:
 
         def step(value: ast.expr) -> Callable[[str], list[str]]:
             def write(r: str) -> list[str]:
-                code = self.compute(value)
+                code = self.visit(value)
                 return [*code.lines, f"{r} = {code.value};"]
 
             return write
 
-        return self._sequence(self.compute(node.values[0]), [step(v) for v in node.values[1:]], go)
+        return self._sequence(self.visit(node.values[0]), [step(v) for v in node.values[1:]], go)
 
     def _comparison(self, left: ast.expr, op: ast.cmpop, right: ast.expr, a: str, b: str) -> str:
         symbol = _COMPARE[type(op)][0]
@@ -729,7 +758,7 @@ class _CWriter:
     def _operand(self, node: ast.expr) -> _CCode:
         if _is_string(node):  # categorical comparisons read names and constants directly
             return _CCode([], "0.0")
-        return self.compute(node)
+        return self.visit(node)
 
     def _compare(self, node: ast.Compare) -> _CCode:
         operands = [node.left, *node.comparators]
@@ -765,7 +794,7 @@ class _CWriter:
 
     def _call(self, node: ast.Call) -> _CCode:
         assert isinstance(node.func, ast.Name)
-        arguments = [self.compute(a) for a in node.args]
+        arguments = [self.visit(a) for a in node.args]
         lines = [line for argument in arguments for line in argument.lines]
         if node.func.id == "abs":
             r = self.local()
