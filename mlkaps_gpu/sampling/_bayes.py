@@ -517,6 +517,7 @@ class BayesianSampler(Sampler):
             self.single_ = best
 
     def describe(self) -> dict[str, Any]:
+        """The acquisition and the Gaussian process's active parameters (progress lines)."""
         return {
             "acquisition": self.acquisition,
             "active": list(self.active_),

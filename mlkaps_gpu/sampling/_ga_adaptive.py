@@ -13,8 +13,9 @@ sub-sampler.
    inputs as features, so that what one GPU teaches serves the others) and spreads the rows
    over the exploitation points (the campaign's grid, or every value of inputs that take few
    values): at each, the predicted optimum, one incumbent of another point, and the best
-   ``mean - kappa * sd`` among the valid one-parameter neighbours of the point's incumbent and a
-   random pool of valid configurations.
+   ``mean - kappa * sd`` among the valid one-parameter neighbours of the point's incumbent,
+   crossovers of good configurations and a random pool of valid configurations (``kappa``
+   shrinks over the last evaluations per point).
 
 The defaults (``eps`` = 1 throughout: the ensemble's spread explores) come from
 ``experiments/bench_peers.py`` and the sampler simulations recorded in ``docs/architecture.md``.
@@ -280,9 +281,13 @@ class GAAdaptiveSampler(Sampler):
         else:
             points = self.space.sample_inputs(n, rng)
             counts = np.ones(n, dtype=np.int64)
-        return self.exploiter.propose(model, self._measured(), points, counts, self._seen, rng)
+        left = (self.budget - self.n_told) / len(counts)
+        return self.exploiter.propose(
+            model, self._measured(), points, counts, self._seen, rng, left=left
+        )
 
     def describe(self) -> dict[str, Any]:
+        """Warm-start, bootstrap and exploitation shares and rows told (progress lines)."""
         return {
             "warm_start": self.warm_start,
             "bootstrap": self.bootstrap,

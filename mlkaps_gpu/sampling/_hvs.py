@@ -361,6 +361,7 @@ class HVSSampler(Sampler):
         return trial[ok[0]] if len(ok) else None
 
     def describe(self) -> dict[str, Any]:
+        """The variance measure in use and the current partitions (progress lines)."""
         return {
             "error": self.error,
             "partitions": len(self.partitions_),
