@@ -4,7 +4,8 @@ Sections: the configuration and environment; the samples over time (by origin: s
 the validation / merge run that measured them); the surrogate's accuracy (k-fold
 cross-validated MAE and MAPE on the stored successful samples, with the campaign's surrogate
 settings); the optimum maps; the tree (mode, depth, leaves, verification, depth sweep, the
-header's text in a collapsible block); the validation and merge results when present. Every
+header's answers against the best measured configuration per grid point, the header's text
+in a collapsible block); the validation and merge results when present. Every
 figure is an inline base64 PNG, so the file can be mailed or archived alone.
 
 The sections collect plain text, tables and figures (:class:`_Page`); the Jinja2 template
@@ -290,15 +291,63 @@ def _tree_section(page: _Page, campaign: Campaign) -> None:
     verification_path = campaign.directory / "verification.json"
     if verification_path.exists():
         verification = json.loads(verification_path.read_text())
-        page.table({k: v for k, v in verification.items() if k != "depth_sweep"})
+        hidden = ("depth_sweep", "per_point")
+        page.table({k: v for k, v in verification.items() if k not in hidden})
         page.figure(
             analysis.depth_sweep(verification.get("depth_sweep", []), verification.get("depth")),
             "Predicted regret and tree size against the depth limit (vertical line: chosen)",
         )
+        _measured_regret(page, verification, campaign.setup.objectives[0])
     if campaign.header_path.exists():
         _header_code(page, campaign.header_path)
     else:
         page.paragraph("No header yet (the trees stage has not run).")
+
+
+def measured_regret_table(per_point: list[Mapping[str, Any]], objective: str) -> pd.DataFrame:
+    """Per grid point of ``verification.json``'s ``per_point``: its inputs, the header's answer
+    as measured, the best measured configuration there and the measured regret in per cent
+    (how much worse the answer measured, relative to the best), worst first."""
+    table = pd.DataFrame(per_point)
+    if table.empty:
+        return table
+    header, best = f"header_measured_{objective}", f"best_measured_{objective}"
+    inputs = [c for c in table.columns if c not in (header, best, "header_measured_regret")]
+    frame = table[inputs].copy()
+    frame[f"header's answer: {objective}"] = table.get(header)
+    frame[f"best measured: {objective}"] = table.get(best)
+    regret = pd.to_numeric(table.get("header_measured_regret"), errors="coerce")
+    frame["measured regret (%)"] = 100 * regret
+    order = np.argsort(-regret.fillna(-np.inf).to_numpy(), kind="stable")
+    return frame.iloc[order].reset_index(drop=True)
+
+
+#: Rows of the measured-regret table shown (worst first).
+_REGRET_ROWS = 40
+
+
+def _measured_regret(page: _Page, verification: Mapping[str, Any], objective: str) -> None:
+    """The header's answers against the best measured configurations, per grid point."""
+    summary = verification.get("measured_regret")
+    if not summary:
+        return
+    page.heading("The header's answers against the best measured")
+    page.paragraph(
+        f"At {summary.get('known')} of {summary.get('points')} grid points both the header's "
+        "answer and the best configuration there were measured; at "
+        f"{summary.get('above_1_percent')} of them the answer measured more than 1 % worse "
+        f"(mean measured regret {_text(summary.get('mean'))}, max {_text(summary.get('max'))}). "
+        "Measured regret: how much worse the header's answer measured than the best "
+        "configuration measured at the same point, relative to it."
+    )
+    per_point = verification.get("per_point") or []
+    if not per_point:
+        page.paragraph("The values of every point are in optima.csv.", "note")
+        return
+    table = measured_regret_table(per_point, objective)
+    if len(table) > _REGRET_ROWS:
+        page.paragraph(f"The {_REGRET_ROWS} worst of {len(table)} points:", "note")
+    page.table(table.head(_REGRET_ROWS))
 
 
 def _header_code(page: _Page, path: Path) -> None:

@@ -144,3 +144,45 @@ def test_speedup_map_of_two_inputs_is_a_heat_map_centred_on_one() -> None:
     assert np.any((colours[:, 0] > 0.6) & (colours[:, 2] < 0.3))
     assert np.any((colours[:, 2] > 0.5) & (colours[:, 0] < 0.3))
     assert np.any(np.all(colours > 0.95, axis=1))
+
+
+def test_report_shows_the_headers_answers_against_the_best_measured(
+    campaign: Campaign, quick_png: None
+) -> None:
+    text, _ = _report.build_report(campaign.directory, folds=2)
+    assert "<h2>The header&#39;s answers against the best measured</h2>" in text
+    assert "<th>measured regret (%)</th>" in text
+    assert "<th>best measured: time</th>" in text
+    assert "<th>per_point</th>" not in text  # a table, not a cell of raw JSON
+
+
+def test_measured_regret_table_lists_the_worst_point_first() -> None:
+    per_point = [
+        {
+            "gpu": "a",
+            "best_measured_time": 1.0,
+            "header_measured_time": 1.0,
+            "header_measured_regret": 0.0,
+        },
+        {
+            "gpu": "b",
+            "best_measured_time": 2.0,
+            "header_measured_time": 2.5,
+            "header_measured_regret": 0.25,
+        },
+        {
+            "gpu": "c",
+            "best_measured_time": 3.0,
+            "header_measured_time": None,
+            "header_measured_regret": None,
+        },
+    ]
+    table = _report.measured_regret_table(per_point, "time")
+    assert list(table.columns) == [
+        "gpu",
+        "header's answer: time",
+        "best measured: time",
+        "measured regret (%)",
+    ]
+    assert list(table["gpu"]) == ["b", "a", "c"]
+    assert table["measured regret (%)"].iloc[0] == pytest.approx(25.0)
