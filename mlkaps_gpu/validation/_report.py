@@ -297,11 +297,12 @@ def _tree_section(page: _Page, campaign: Campaign) -> None:
             analysis.depth_sweep(verification.get("depth_sweep", []), verification.get("depth")),
             "Predicted regret and tree size against the depth limit (vertical line: chosen)",
         )
-        _measured_regret(page, verification, campaign.setup.objectives[0])
     if campaign.header_path.exists():
         _header_code(page, campaign.header_path)
     else:
         page.paragraph("No header yet (the trees stage has not run).")
+    if verification_path.exists():
+        _measured_regret(page, verification, campaign.setup.objectives[0])
 
 
 def measured_regret_table(per_point: list[Mapping[str, Any]], objective: str) -> pd.DataFrame:
