@@ -5,13 +5,16 @@ Python are the compiled header's answers from ``mlkaps-gpu select``."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from ._pages import TUTORIALS, blocks, run_page, run_python
+from ._pages import TUTORIALS, blocks, run_page, run_python, write_files
 
 PAGE = TUTORIALS / "python_kernel.md"
 
@@ -36,3 +39,31 @@ def test_python_kernel_tutorial_runs(tmp_path: Path) -> None:
     printed = run_python(python, tmp_path)
     from_trees = dict(re.findall(r"^(n=\d+ window=\d+): (\w+)$", printed, re.MULTILINE))
     assert from_trees == answers, printed
+
+
+def test_the_tutorial_files_tune_from_another_directory_without_pythonpath(tmp_path: Path) -> None:
+    """Issue 21, Done when 1: the page's campaign.toml and kernels.py copied to a folder, tuned
+    by a new process started in another folder, with no PYTHONPATH: exit 0, header verified."""
+    user = tmp_path / "user"
+    write_files(PAGE, user)
+    assert {p.name for p in user.iterdir()} >= {"campaign.toml", "kernels.py"}
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    environment = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    environment["MLKAPS_GPU_CACHE"] = str(tmp_path / "cache")
+    entry = "import sys; from mlkaps_gpu.cli import main; sys.exit(main(sys.argv[1:]))"
+    config = Path("..") / "user" / "campaign.toml"
+    done = subprocess.run(
+        [sys.executable, "-c", entry, "--quiet", "tune", str(config), "--out", "run"],
+        cwd=elsewhere,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+    verification = json.loads((elsewhere / "run" / "verification.json").read_text())
+    assert verification["mismatches"] == 0 and verification["verified_inputs"] > 0
+    assert (elsewhere / "run" / "smooth.h").is_file()
