@@ -6,16 +6,14 @@ and ``select`` answers from it."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from mlkaps_gpu.campaign import load_config
+from tests.docs._pages import mlkaps_gpu_process
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "c_kernel"
@@ -26,25 +24,6 @@ pytestmark = [
 ]
 
 
-def _mlkaps_gpu(*args: str | Path, cwd: Path, cache: Path) -> subprocess.CompletedProcess[str]:
-    """The installed ``mlkaps-gpu`` command (this interpreter's), as a user runs it: a new
-    process in ``cwd``, no PYTHONPATH, its own compilation cache."""
-    script = Path(sys.executable).parent / "mlkaps-gpu"
-    entry = "import sys; from mlkaps_gpu.cli import main; sys.exit(main(sys.argv[1:]))"
-    command = [str(script)] if script.is_file() else [sys.executable, "-c", entry]
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    env["MLKAPS_GPU_CACHE"] = str(cache)
-    return subprocess.run(
-        [*command, *map(str, args)],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-
-
 def test_the_example_tunes_from_another_directory(tmp_path: Path) -> None:
     user = tmp_path / "user"
     shutil.copytree(EXAMPLE, user)
@@ -52,7 +31,7 @@ def test_the_example_tunes_from_another_directory(tmp_path: Path) -> None:
     elsewhere.mkdir()
     cache = tmp_path / "cache"
     config = Path("..") / "user" / "transpose.toml"
-    done = _mlkaps_gpu("--quiet", "tune", config, "--out", "run", cwd=elsewhere, cache=cache)
+    done = mlkaps_gpu_process("--quiet", "tune", config, "--out", "run", cwd=elsewhere, cache=cache)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Traceback" not in done.stderr
     run = elsewhere / "run"
@@ -67,7 +46,7 @@ def test_the_example_tunes_from_another_directory(tmp_path: Path) -> None:
     # one real compilation per tile value (-DTILE=...), none for chunk or threads
     modules = list((cache / "cffi").glob("_mlkaps_*.so"))
     assert len(modules) == len(tiles) >= 2, (modules, tiles)
-    answer = _mlkaps_gpu("select", "run", "m=100", "n=700", cwd=elsewhere, cache=cache)
+    answer = mlkaps_gpu_process("select", "run", "m=100", "n=700", cwd=elsewhere, cache=cache)
     assert answer.returncode == 0, answer.stderr
     configuration = json.loads(answer.stdout)
     assert set(configuration) == {"tile", "chunk", "threads"}

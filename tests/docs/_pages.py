@@ -218,6 +218,27 @@ def run_command(argv: list[str], folder: Path, timeout: float = 300) -> Step:
     return Step(argv, done.stdout)
 
 
+def mlkaps_gpu_process(
+    *args: str | Path, cwd: Path, cache: Path, timeout: float = 600
+) -> subprocess.CompletedProcess[str]:
+    """The installed ``mlkaps-gpu`` command (this interpreter's), as a user runs it: a new
+    process in ``cwd``, no PYTHONPATH, its own compilation cache ``cache``."""
+    script = Path(sys.executable).parent / "mlkaps-gpu"
+    entry = "import sys; from mlkaps_gpu.cli import main; sys.exit(main(sys.argv[1:]))"
+    command = [str(script)] if script.is_file() else [sys.executable, "-c", entry]
+    environment = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    environment["MLKAPS_GPU_CACHE"] = str(cache)
+    return subprocess.run(
+        [*command, *map(str, args)],
+        cwd=cwd,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
 def run_page(page: Path, folder: Path) -> list[Step]:
     """Write the page's files into ``folder`` and run its ``bash`` blocks' commands in order
     (``export NAME=value`` holds for the page's later commands; ``$PWD`` is ``folder``)."""

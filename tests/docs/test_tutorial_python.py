@@ -5,16 +5,13 @@ Python are the compiled header's answers from ``mlkaps-gpu select``."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from ._pages import TUTORIALS, blocks, run_page, run_python, write_files
+from ._pages import TUTORIALS, blocks, mlkaps_gpu_process, run_page, run_python, write_files
 
 PAGE = TUTORIALS / "python_kernel.md"
 
@@ -49,18 +46,9 @@ def test_the_tutorial_files_tune_from_another_directory_without_pythonpath(tmp_p
     assert {p.name for p in user.iterdir()} >= {"campaign.toml", "kernels.py"}
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    environment = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    environment["MLKAPS_GPU_CACHE"] = str(tmp_path / "cache")
-    entry = "import sys; from mlkaps_gpu.cli import main; sys.exit(main(sys.argv[1:]))"
     config = Path("..") / "user" / "campaign.toml"
-    done = subprocess.run(
-        [sys.executable, "-c", entry, "--quiet", "tune", str(config), "--out", "run"],
-        cwd=elsewhere,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
+    done = mlkaps_gpu_process(
+        "--quiet", "tune", config, "--out", "run", cwd=elsewhere, cache=tmp_path / "cache"
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Traceback" not in done.stderr
