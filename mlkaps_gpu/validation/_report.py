@@ -31,6 +31,8 @@ from mlkaps_gpu import __version__
 from mlkaps_gpu.campaign import Campaign
 
 DEFAULT_FOLDS = 5
+#: Rows of the measured-regret table shown (worst first).
+_REGRET_ROWS = 40
 
 
 @functools.cache
@@ -289,9 +291,10 @@ def _tree_section(page: _Page, campaign: Campaign) -> None:
 
     page.heading("Decision tree")
     verification_path = campaign.directory / "verification.json"
-    if verification_path.exists():
-        verification = json.loads(verification_path.read_text())
-        hidden = ("depth_sweep", "per_point")
+    verification = json.loads(verification_path.read_text()) if verification_path.exists() else None
+    if verification is not None:
+        # the measured regret has a section of its own, after the header's text
+        hidden = ("depth_sweep", "per_point", "measured_regret")
         page.table({k: v for k, v in verification.items() if k not in hidden})
         page.figure(
             analysis.depth_sweep(verification.get("depth_sweep", []), verification.get("depth")),
@@ -301,7 +304,7 @@ def _tree_section(page: _Page, campaign: Campaign) -> None:
         _header_code(page, campaign.header_path)
     else:
         page.paragraph("No header yet (the trees stage has not run).")
-    if verification_path.exists():
+    if verification is not None:
         _measured_regret(page, verification, campaign.setup.objectives[0])
 
 
@@ -319,12 +322,8 @@ def measured_regret_table(per_point: list[Mapping[str, Any]], objective: str) ->
     frame[f"best measured: {objective}"] = table.get(best)
     regret = pd.to_numeric(table.get("header_measured_regret"), errors="coerce")
     frame["measured regret (%)"] = 100 * regret
-    order = np.argsort(-regret.fillna(-np.inf).to_numpy(), kind="stable")
-    return frame.iloc[order].reset_index(drop=True)
-
-
-#: Rows of the measured-regret table shown (worst first).
-_REGRET_ROWS = 40
+    ordered = frame.sort_values("measured regret (%)", ascending=False, kind="stable")
+    return ordered.reset_index(drop=True)
 
 
 def _measured_regret(page: _Page, verification: Mapping[str, Any], objective: str) -> None:

@@ -154,6 +154,7 @@ def test_report_shows_the_headers_answers_against_the_best_measured(
     assert "<th>measured regret (%)</th>" in text
     assert "<th>best measured: time</th>" in text
     assert "<th>per_point</th>" not in text  # a table, not a cell of raw JSON
+    assert "<th>measured_regret</th>" not in text  # said once, in its own section
     # after the tree's section, which keeps the header's text
     assert text.index("<h2>Decision tree</h2>") < text.index("<summary>toy.h (")
     assert text.index("<summary>toy.h (") < text.index("answers against the best measured</h2>")
