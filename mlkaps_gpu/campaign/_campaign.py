@@ -848,8 +848,8 @@ class Campaign:
         while rounds < _CONFIRM_ROUNDS and len(self.store) < budget:
             left = budget - len(self.store)
             answers = self._answers(fitted.selector, optima)
-            _, _, count = score.evidence.lookup(answers)
-            unmeasured = answers[count == 0].drop_duplicates(self.space.names)
+            tried = score.evidence.tried(answers)  # a failed answer is not run again
+            unmeasured = answers[~tried].drop_duplicates(self.space.names)
             kind = "answers" if len(unmeasured) else "neighbours"
             if len(unmeasured) > left:
                 rng = np.random.default_rng([self.config.seed, rounds, 17])
@@ -896,8 +896,9 @@ class Campaign:
     def _with_header_columns(
         self, optima: pd.DataFrame, selector: Selector, score: EvidenceScore
     ) -> pd.DataFrame:
-        """optima with, per grid point, the best measured value there and the header's
-        measured regret against it (NaN where either is unknown)."""
+        """optima with, per grid point, the best measured value there, the header's measured
+        regret against it (NaN where either is unknown) and whether the header's answer
+        failed there (``header_failed``: every run of it at those inputs failed)."""
         objective = self.setup.objectives[0]
         evidence = score.evidence
         inputs = self.space.input_names
@@ -914,6 +915,7 @@ class Campaign:
         out[f"best_measured_{objective}"] = reference
         out[f"header_measured_{objective}"] = np.where(count > 0, header, np.nan)
         out["header_measured_regret"] = np.where(count > 0, np.maximum(regret, 0.0), np.nan)
+        out["header_failed"] = evidence.failed(answers)
         return out
 
     def _confirmation_details(
@@ -935,6 +937,7 @@ class Campaign:
                 "mean": float(known.mean()) if len(known) else None,
                 "max": float(known.max()) if len(known) else None,
                 "above_1_percent": int(np.count_nonzero(known > 0.01)),
+                "failed": int(np.count_nonzero(optima["header_failed"])),
             },
         }
         if len(optima) <= _LISTED_POINTS:

@@ -10,7 +10,10 @@ raw repeat times, at least ``NOISE_FLOOR``); elsewhere the mean and spread of a
 *pessimistic* estimate ``mean + kappa * uncertainty``: among measured configurations the best
 one, unless it is noisier than a slightly slower one; an unmeasured configuration replaces it
 only when the model is confident it is better, which guards against the optimizer's curse (the
-argmin of a model over thousands of configurations is where the model errs low).
+argmin of a model over thousands of configurations is where the model errs low). A
+configuration that failed at a point's inputs (a run-time error, a timeout) and never succeeded
+there is never its decision while the point has another candidate, and scores worse than
+anything measured (``Evidence.penalty``), so that no tree leaf ships it there either.
 
 :class:`EvidenceScore` gives the trees the same pessimistic estimate as their score, so the
 regret a depth is judged by is measured where a configuration was measured, and
@@ -60,7 +63,11 @@ class Evidence:
     Attributes:
         table: one row per measured configuration: its columns, ``_f`` (signed mean of ``f``),
             ``_se`` (standard error of ``_f``) and ``_n`` (measurements).
+        failed_table: the configurations (inputs and design) that failed every time they ran.
         log_space: whether ``f`` is the log.
+        penalty: the signed model-space value a failed configuration counts as: the worst
+            measured value plus the measured range (at least 1: ``e`` times slower in the log
+            space), worse than anything measured.
     """
 
     def __init__(
@@ -97,6 +104,16 @@ class Evidence:
         table = grouped.agg(_f=("_f", "mean"), _v=("_v", "mean"), _n=("_n", "sum"))
         table["_se"] = np.sqrt(table["_v"] / table["_n"])
         self.table = table.drop(columns="_v").reset_index()
+        failed = samples.loc[~samples.index.isin(ok.index), space.names]
+        failed = failed.drop_duplicates().merge(
+            self.table[space.names], on=space.names, how="left", indicator=True
+        )
+        self.failed_table = failed[failed["_merge"] == "left_only"][space.names]
+        self.failed_table = self.failed_table.reset_index(drop=True)
+        signed = self.table["_f"].to_numpy(dtype=np.float64)
+        worst = float(signed.max()) if len(signed) else 0.0
+        spread = float(signed.max() - signed.min()) if len(signed) else 0.0
+        self.penalty = worst + max(spread, 1.0 if self.log_space else abs(worst), 1e-12)
 
     def to_objective(self, signed: np.ndarray) -> np.ndarray:
         """Objective values from signed model-space values."""
@@ -114,6 +131,20 @@ class Evidence:
             merged["_se"].to_numpy(dtype=np.float64),
             merged["_n"].fillna(0).to_numpy(dtype=np.int64),
         )
+
+    def failed(self, table: pd.DataFrame) -> np.ndarray:
+        """Per row: whether the configuration failed at those inputs every time it ran."""
+        if self.failed_table.empty:
+            return np.zeros(len(table), dtype=bool)
+        names = self.space.names
+        keys = table[names].reset_index(drop=True).assign(_row=np.arange(len(table)))
+        merged = keys.merge(self.failed_table.assign(_failed=True), on=names, how="left")
+        merged = merged.sort_values("_row")
+        return merged["_failed"].fillna(False).to_numpy(dtype=bool)
+
+    def tried(self, table: pd.DataFrame) -> np.ndarray:
+        """Per row: whether the configuration ran at those inputs (measured or failed)."""
+        return (self.lookup(table)[2] > 0) | self.failed(table)
 
     def incumbents(self, limit: int = GLOBAL_CANDIDATES) -> pd.DataFrame:
         """Best measured configuration of every input point measured at least twice, best
@@ -153,8 +184,9 @@ class EvidenceScore:
 
     def estimate(self, table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Signed model-space estimate, its uncertainty and whether each row was measured: the
-        measurement and its standard error where there is one, else the ensemble's mean and
-        spread. (Not a precision-weighted blend: the members' spread is no calibrated error of
+        measurement and its standard error where there is one, ``Evidence.penalty`` (no
+        uncertainty) where the configuration only ever failed there, else the ensemble's mean
+        and spread. (Not a precision-weighted blend: the members' spread is no calibrated error of
         the model at one configuration, and a blend let a smooth model pull a measured 5 %
         better configuration back to its neighbours' level.)"""
         sign = self.evidence.sign
@@ -163,6 +195,9 @@ class EvidenceScore:
         sd = np.maximum(sd, 1e-12)
         measured, se, count = self.evidence.lookup(table)
         seen = count > 0
+        failed = self.evidence.failed(table)
+        mean = np.where(failed, self.evidence.penalty, mean)
+        sd = np.where(failed, 0.0, sd)
         return np.where(seen, measured, mean), np.where(seen, se, sd), seen
 
     def pessimistic(self, table: pd.DataFrame) -> np.ndarray:
@@ -207,7 +242,8 @@ def decide(
         objective: the objective's name.
 
     Returns:
-        The table with the decided design, ``source`` (``measured`` or ``surrogate``),
+        The table with the decided design, ``source`` (``measured``, ``surrogate``, or
+        ``failed`` where every candidate of the point failed there),
         ``predicted_<objective>`` (the ensemble's prediction of the decided configuration,
         never one of a configuration replaced), ``measured_<objective>`` (its measured mean,
         NaN where unmeasured) and ``uncertainty`` (of the decided configuration's estimate,
@@ -218,7 +254,9 @@ def decide(
     mean, uncertainty, seen = score.estimate(table[space.names])
     table = table.assign(_pessimistic=mean + score.kappa * uncertainty, _uncertainty=uncertainty)
     table["_measured"] = seen
-    best = table.sort_values(["_point", "_pessimistic"], kind="stable").drop_duplicates("_point")
+    table["_failed"] = score.evidence.failed(table[space.names])
+    order = ["_point", "_failed", "_pessimistic"]  # a failed configuration only when alone
+    best = table.sort_values(order, kind="stable").drop_duplicates("_point")
     best = best.set_index("_point").reindex(np.arange(len(grid)))
     out = grid.copy()
     for name in space.design_names:
@@ -229,7 +267,8 @@ def decide(
     out[f"predicted_{objective}"] = score.predicted(chosen)
     out[f"measured_{objective}"] = np.where(count > 0, score.evidence.to_objective(mine), np.nan)
     out["uncertainty"] = best["_uncertainty"].to_numpy()
-    out["source"] = np.where(count > 0, "measured", "surrogate")
+    failed = score.evidence.failed(chosen)
+    out["source"] = np.where(count > 0, "measured", np.where(failed, "failed", "surrogate"))
     return out
 
 

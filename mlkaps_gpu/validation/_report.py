@@ -340,6 +340,13 @@ def _measured_regret(page: _Page, verification: Mapping[str, Any], objective: st
         "Measured regret: how much worse the header's answer measured than the best "
         "configuration measured at the same point, relative to it."
     )
+    if summary.get("failed"):
+        page.paragraph(
+            f"At {summary.get('failed')} grid point(s) the header's answer failed every time "
+            "it ran there (no configuration of those points ran successfully, or none other "
+            "was a candidate): see optima.csv, column header_failed.",
+            "warning",
+        )
     per_point = verification.get("per_point") or []
     if not per_point:
         page.paragraph("The values of every point are in optima.csv.", "note")

@@ -135,3 +135,49 @@ def test_measured_regret_known_only_where_both_were_measured() -> None:
     regret = score.measured_regret(table, decisions)
     assert regret[0] == pytest.approx(0.5)
     assert np.isnan(regret[1]) and np.isnan(regret[2])
+
+
+def with_failures(table: pd.DataFrame, rows: list[tuple[str, int]]) -> pd.DataFrame:
+    """``table`` with failed runs (status runtime_error, no time) of ``rows`` appended."""
+    failed = pd.DataFrame(rows, columns=["gpu", "x"]).assign(
+        time=np.nan, status="runtime_error", n_repeats=0, raw_times="[]"
+    )
+    return pd.concat([table, failed], ignore_index=True)
+
+
+def test_a_configuration_that_failed_there_is_never_the_decision() -> None:
+    sp = space()
+    # x = 9 failed on gpu a: the model, trained on the successes only, predicts it fastest
+    store = with_failures(samples([("a", 3, 1.0), ("b", 9, 0.5), ("b", 2, 2.0)]), [("a", 9)])
+    evidence = Evidence(store, sp, "time")
+    model = FixedModel({x: 0.0 for x in range(1, 11)} | {9: np.log(0.3)}, sd=0.01)
+    score = EvidenceScore(evidence, model, sp)
+    decided = decide(grid_row("a", 9, 0.3), score, sp, "time")
+    assert decided["x"].iloc[0] == 3
+    assert decided["source"].iloc[0] == "measured"
+    # on gpu b, where it ran, it stays the decision; the failure counts only where it failed
+    assert decide(grid_row("b", 9, 0.3), score, sp, "time")["x"].iloc[0] == 9
+    table = pd.DataFrame({"gpu": ["a", "a", "b"], "x": [9, 3, 9]})
+    assert evidence.failed(table).tolist() == [True, False, False]
+    assert evidence.tried(table).tolist() == [True, True, True]
+    # the trees' score puts it below anything measured (worst + range, at least e times)
+    assert score.score(table.iloc[[0]])[0] > 2.0 * np.e
+
+
+def test_a_configuration_that_also_ran_is_not_failed() -> None:
+    sp = space()
+    store = with_failures(samples([("a", 3, 1.0), ("a", 4, 2.0)]), [("a", 3)])
+    evidence = Evidence(store, sp, "time")
+    assert not evidence.failed(pd.DataFrame({"gpu": ["a"], "x": [3]}))[0]
+    model = FixedModel({x: 0.0 for x in range(1, 11)}, sd=0.5)
+    decided = decide(grid_row("a", 7, 1.0), EvidenceScore(evidence, model, sp), sp, "time")
+    assert decided["x"].iloc[0] == 3
+
+
+def test_a_point_whose_only_candidate_failed_says_so() -> None:
+    sp = space()
+    store = with_failures(samples([("b", 2, 1.0)]), [("a", 9)])
+    evidence = Evidence(store, sp, "time")
+    model = FixedModel({x: 0.0 for x in range(1, 11)}, sd=0.1)
+    decided = decide(grid_row("a", 9, 1.0), EvidenceScore(evidence, model, sp), sp, "time")
+    assert decided["source"].iloc[0] == "failed"

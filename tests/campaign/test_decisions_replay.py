@@ -45,10 +45,16 @@ def landscape(value: str) -> pd.DataFrame:
 
 
 def write_case(folder: Path, per_value: int, seed: int) -> str:
+    tables = {value: landscape(value) for value in OPTIMA}
+    return case_text(folder, tables, budget=per_value * len(OPTIMA), seed=seed)
+
+
+def case_text(folder: Path, tables: dict[str, pd.DataFrame], budget: int, seed: int) -> str:
+    """The configuration replaying ``tables`` (one CSV per value of ``gpu``)."""
     files = []
-    for value in OPTIMA:
+    for value, table in tables.items():
         path = folder / f"{value}.csv"
-        landscape(value).to_csv(path, index=False)
+        table.to_csv(path, index=False)
         files.append(f'{value} = "{path}"')
     return f"""
 [campaign]
@@ -66,7 +72,7 @@ files = {{ gpu = {{ {", ".join(files)} }} }}
 time = "minimize"
 
 [sampling]
-budget = {per_value * len(OPTIMA)}
+budget = {budget}
 
 [trees]
 prefix = "five"
@@ -108,3 +114,41 @@ def test_five_values_get_five_configurations(tmp_path: Path, seed: int) -> None:
     assert report["measured_regret"]["known"] == 5
     assert report["measured_regret"]["max"] <= 0.01
     assert len(report["per_point"]) == 5
+
+
+def write_failing_case(folder: Path, seed: int) -> str:
+    """Two values of ``gpu`` on the shared bowl; on g1 the bowl's centre, g0's optimum and the
+    surrogate's favourite there, fails (the replay reads 1.0 as a failed run)."""
+    failing = landscape("g0")
+    centre = (failing["a"] == 4) & (failing["b"] == 4) & (failing["variant"] == "x")
+    failing.loc[centre, "objective"] = 1.0
+    return case_text(folder, {"g0": landscape("g0"), "g1": failing}, budget=60, seed=seed)
+
+
+@pytest.mark.compiler
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_configuration_that_failed_there_is_not_shipped(tmp_path: Path, seed: int) -> None:
+    text = write_failing_case(tmp_path, seed)
+    config = parse_config(text, path=tmp_path / "case.toml", label="case.toml")
+    campaign = Campaign.create_or_resume(config, tmp_path / "run")
+    campaign.run()
+    samples = campaign.store.load()
+    centre = (samples["a"] == 4) & (samples["b"] == 4) & (samples["variant"] == "x")
+    failed_here = samples[centre & (samples["gpu"] == "g1")]
+    assert len(failed_here) == 1, "the failed centre on g1 is measured once, not confirmed again"
+    assert (failed_here["status"] != "ok").all()
+
+    compiled = CompiledHeader(
+        campaign.load_selector(),
+        campaign.header_path.read_text(),
+        prefix="five",
+        build_dir=tmp_path / "build",
+    )
+    shipped = compiled(pd.DataFrame({"gpu": ["g0", "g1"]}))
+    assert shipped.iloc[0][["a", "b", "variant"]].tolist() == [4, 4, "x"]
+    assert shipped.iloc[1][["a", "b", "variant"]].tolist() != [4, 4, "x"]
+    report = json.loads((campaign.directory / "verification.json").read_text())
+    assert report["measured_regret"]["failed"] == 0
+    assert report["measured_regret"]["known"] == 2
+    optima = pd.read_csv(campaign.directory / "optima.csv")
+    assert not optima["header_failed"].any()

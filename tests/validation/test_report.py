@@ -190,3 +190,14 @@ def test_measured_regret_table_lists_the_worst_point_first() -> None:
     ]
     assert list(table["gpu"]) == ["b", "a", "c"]
     assert table["measured regret (%)"].iloc[0] == pytest.approx(25.0)
+
+
+def test_failed_answers_are_said_as_a_warning() -> None:
+    summary = {"points": 2, "known": 1, "mean": 0.0, "max": 0.0, "above_1_percent": 0}
+    quiet = _report._Page()
+    _report._measured_regret(quiet, {"measured_regret": summary | {"failed": 0}}, "time")
+    assert "failed every time" not in quiet.render("r")
+    page = _report._Page()
+    _report._measured_regret(page, {"measured_regret": summary | {"failed": 1}}, "time")
+    text = page.render("r")
+    assert re.search(r'class="warning"[^>]*>At 1 grid point\(s\) the header', text)
