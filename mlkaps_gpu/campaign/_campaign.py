@@ -907,15 +907,16 @@ class Campaign:
         merged = optima[inputs].merge(best, on=inputs, how="left")
         best_signed = merged["_best"].to_numpy(dtype=np.float64)
         answers = self._answers(selector, optima)
-        mine, _, count = evidence.lookup(answers)
-        header = evidence.to_objective(mine)
+        found = evidence.match(answers)
+        count = found["_n"].to_numpy()
+        header = evidence.to_objective(found["_f"].to_numpy())
         reference = evidence.to_objective(best_signed)
         regret = evidence.sign * (header - reference) / np.abs(reference)
         out = optima.copy()
         out[f"best_measured_{objective}"] = reference
         out[f"header_measured_{objective}"] = np.where(count > 0, header, np.nan)
         out["header_measured_regret"] = np.where(count > 0, np.maximum(regret, 0.0), np.nan)
-        out["header_failed"] = evidence.failed(answers)
+        out["header_failed"] = found["_failed"].to_numpy()
         return out
 
     def _confirmation_details(

@@ -81,7 +81,8 @@ class Evidence:
         self.space = space
         self.objective = objective
         self.sign = -1.0 if maximize else 1.0
-        ok = samples[(samples["status"] == "ok") & np.isfinite(samples[objective])]
+        good = (samples["status"] == "ok") & np.isfinite(samples[objective])
+        ok = samples[good]
         values = ok[objective].to_numpy(dtype=np.float64)
         self.log_space = bool(len(values)) and bool(np.all(values > 0))
         relative = np.array(
@@ -104,12 +105,15 @@ class Evidence:
         table = grouped.agg(_f=("_f", "mean"), _v=("_v", "mean"), _n=("_n", "sum"))
         table["_se"] = np.sqrt(table["_v"] / table["_n"])
         self.table = table.drop(columns="_v").reset_index()
-        failed = samples.loc[~samples.index.isin(ok.index), space.names]
-        failed = failed.drop_duplicates().merge(
-            self.table[space.names], on=space.names, how="left", indicator=True
-        )
-        self.failed_table = failed[failed["_merge"] == "left_only"][space.names]
+        failed = samples.loc[~good, space.names].drop_duplicates()
+        failed = failed.merge(self.table[space.names], on=space.names, how="left", indicator=True)
+        self.failed_table = failed.loc[failed["_merge"] == "left_only", space.names]
         self.failed_table = self.failed_table.reset_index(drop=True)
+        # measured and failed configurations, matched against any table in one merge
+        self._known = pd.concat(
+            [self.table.assign(_failed=False), self.failed_table.assign(_failed=True)],
+            ignore_index=True,
+        )
         signed = self.table["_f"].to_numpy(dtype=np.float64)
         worst = float(signed.max()) if len(signed) else 0.0
         spread = float(signed.max() - signed.min()) if len(signed) else 0.0
@@ -120,31 +124,35 @@ class Evidence:
         f = self.sign * np.asarray(signed, dtype=np.float64)
         return np.exp(f) if self.log_space else f
 
+    def match(self, table: pd.DataFrame) -> pd.DataFrame:
+        """Per row of ``table`` (same order): ``_f``, ``_se``, ``_n`` as in :attr:`table`
+        (NaN, NaN, 0 where never measured) and ``_failed`` (failed every time it ran)."""
+        names = self.space.names
+        keys = table[names].reset_index(drop=True).assign(_row=np.arange(len(table)))
+        merged = keys.merge(self._known, on=names, how="left").sort_values("_row")
+        return pd.DataFrame(
+            {
+                "_f": merged["_f"].to_numpy(dtype=np.float64),
+                "_se": merged["_se"].to_numpy(dtype=np.float64),
+                "_n": merged["_n"].fillna(0).to_numpy(dtype=np.int64),
+                "_failed": merged["_failed"].fillna(False).to_numpy(dtype=bool),
+            }
+        )
+
     def lookup(self, table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per row: signed measured mean ``_f``, its standard error and the measurement count
         (NaN, NaN, 0 where the configuration was never measured)."""
-        names = self.space.names
-        keys = table[names].reset_index(drop=True).assign(_row=np.arange(len(table)))
-        merged = keys.merge(self.table, on=names, how="left").sort_values("_row")
-        return (
-            merged["_f"].to_numpy(dtype=np.float64),
-            merged["_se"].to_numpy(dtype=np.float64),
-            merged["_n"].fillna(0).to_numpy(dtype=np.int64),
-        )
+        found = self.match(table)
+        return found["_f"].to_numpy(), found["_se"].to_numpy(), found["_n"].to_numpy()
 
     def failed(self, table: pd.DataFrame) -> np.ndarray:
         """Per row: whether the configuration failed at those inputs every time it ran."""
-        if self.failed_table.empty:
-            return np.zeros(len(table), dtype=bool)
-        names = self.space.names
-        keys = table[names].reset_index(drop=True).assign(_row=np.arange(len(table)))
-        merged = keys.merge(self.failed_table.assign(_failed=True), on=names, how="left")
-        merged = merged.sort_values("_row")
-        return merged["_failed"].fillna(False).to_numpy(dtype=bool)
+        return self.match(table)["_failed"].to_numpy()
 
     def tried(self, table: pd.DataFrame) -> np.ndarray:
         """Per row: whether the configuration ran at those inputs (measured or failed)."""
-        return (self.lookup(table)[2] > 0) | self.failed(table)
+        found = self.match(table)
+        return (found["_n"] > 0).to_numpy() | found["_failed"].to_numpy()
 
     def incumbents(self, limit: int = GLOBAL_CANDIDATES) -> pd.DataFrame:
         """Best measured configuration of every input point measured at least twice, best
@@ -193,12 +201,12 @@ class EvidenceScore:
         mean, sd = self.model.predict_log(self.feature_space.features(table))
         mean = sign * mean
         sd = np.maximum(sd, 1e-12)
-        measured, se, count = self.evidence.lookup(table)
-        seen = count > 0
-        failed = self.evidence.failed(table)
+        found = self.evidence.match(table)
+        seen = found["_n"].to_numpy() > 0
+        failed = found["_failed"].to_numpy()
         mean = np.where(failed, self.evidence.penalty, mean)
         sd = np.where(failed, 0.0, sd)
-        return np.where(seen, measured, mean), np.where(seen, se, sd), seen
+        return np.where(seen, found["_f"], mean), np.where(seen, found["_se"], sd), seen
 
     def pessimistic(self, table: pd.DataFrame) -> np.ndarray:
         """Signed ``mean + kappa * uncertainty`` per row."""
@@ -263,12 +271,15 @@ def decide(
         out[name] = best[name].to_numpy()
         out[name] = out[name].astype(space.parameters[name].dtype)
     chosen = out[space.names]
-    mine, _, count = score.evidence.lookup(chosen)
+    found = score.evidence.match(chosen)
+    measured = found["_n"].to_numpy() > 0
     out[f"predicted_{objective}"] = score.predicted(chosen)
-    out[f"measured_{objective}"] = np.where(count > 0, score.evidence.to_objective(mine), np.nan)
+    out[f"measured_{objective}"] = np.where(
+        measured, score.evidence.to_objective(found["_f"].to_numpy()), np.nan
+    )
     out["uncertainty"] = best["_uncertainty"].to_numpy()
-    failed = score.evidence.failed(chosen)
-    out["source"] = np.where(count > 0, "measured", np.where(failed, "failed", "surrogate"))
+    failed = found["_failed"].to_numpy()
+    out["source"] = np.where(measured, "measured", np.where(failed, "failed", "surrogate"))
     return out
 
 
