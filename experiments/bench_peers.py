@@ -1181,6 +1181,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=["project", "kernel_tuner", "optuna_tpe", "random_search"],
         help=f"subset of {', '.join(TOOL_IDS)} (kernel_tuner = every kt_*)",
     )
+    parser.add_argument(
+        "--first-seed",
+        type=int,
+        default=0,
+        help="first seed (default 0): fresh seeds check a result away from the ones that chose "
+        "the defaults",
+    )
     parser.add_argument("--quick", action="store_true", help="2 seeds, b = 25 and 50")
     parser.add_argument("--workdir", type=Path, default=None, help="keep campaigns here")
     parser.add_argument("--results", type=Path, default=RESULTS, help="output folder")
@@ -1199,7 +1206,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         log("MLKAPS_GPU_DATA is not set: point it at the replay data folder")
         return 2
     budgets = args.budgets or list(QUICK_BUDGETS if args.quick else DEFAULT_BUDGETS)
-    seeds = list(range(args.seeds if args.seeds is not None else (2 if args.quick else 5)))
+    count = args.seeds if args.seeds is not None else (2 if args.quick else 5)
+    if count < 1 or args.first_seed < 0:
+        log("--seeds must be >= 1 and --first-seed >= 0")
+        return 2
+    seeds = list(range(args.first_seed, args.first_seed + count))
     tools = parse_tools(args.tools)
     extra = tomllib.loads(Path(args.config_extra).read_text()) if args.config_extra else None
     stem = "bench_peers_quick" if args.quick else "bench_peers"

@@ -282,6 +282,8 @@ def test_quick_run_of_the_peers(replay_data, tmp_path):
             "25",
             "--seeds",
             "1",
+            "--first-seed",
+            "3",
             "--tools",
             "random_search",
             "optuna_tpe",
@@ -296,4 +298,12 @@ def test_quick_run_of_the_peers(replay_data, tmp_path):
     table = pd.read_csv(tmp_path / "bench_peers_syr2k.csv")
     assert bench.RANDOM in set(table["tool"])
     assert (table["fraction"].between(0, 1)).all()
+    assert set(table.loc[table["tool"] == "Optuna TPE", "seed"]) == {3}
     assert (tmp_path / "bench_peers_syr2k.md").read_text().startswith("# bench_peers: syr2k")
+
+
+@pytest.mark.parametrize("argv", [["--seeds", "0"], ["--first-seed", "-1"]])
+def test_seed_options_out_of_range_are_refused(argv, monkeypatch, capsys):
+    monkeypatch.setenv("MLKAPS_GPU_DATA", "unused")
+    assert bench.main(argv) == 2
+    assert "--first-seed" in capsys.readouterr().err
