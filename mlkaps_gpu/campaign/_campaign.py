@@ -838,12 +838,15 @@ class Campaign:
         """Fit the trees, measure their answers at the grid points where they were never
         measured (within the budget the sampling stage left), re-decide and refit; when every
         answer is measured, spend what is left on the answers' most promising unmeasured
-        neighbours. Rewrites optima.csv with measured beside predicted values."""
+        neighbours. Where the budget (or the rounds) ends before an answer was measured and
+        its point has measurements, a configuration measured there ships instead
+        (:meth:`EvidenceScore.only_measured_at`). Rewrites optima.csv with measured beside
+        predicted values."""
         budget = self.config.sampling.budget
         score = self.evidence_score()
         optima = decide(optima, score, self.space, self.setup.objectives[0])
         fitted = self._fit_on_evidence(optima, score)
-        spent = {"answers": 0, "neighbours": 0}
+        spent = {"answers": 0, "neighbours": 0, "unconfirmed": 0, "measured_instead": 0}
         rounds = 0
         while rounds < _CONFIRM_ROUNDS and len(self.store) < budget:
             left = budget - len(self.store)
@@ -862,6 +865,15 @@ class Campaign:
             spent[kind] += len(rows)
             rounds += 1
             score = self.evidence_score()
+            optima = decide(optima, score, self.space, self.setup.objectives[0])
+            fitted = self._fit_on_evidence(optima, score)
+        # The budget (or the rounds) ended before some answers were measured: where the point
+        # has measurements, ship a configuration measured there rather than an unconfirmed guess.
+        unconfirmed = ~score.evidence.tried(self._answers(fitted.selector, optima))
+        spent["unconfirmed"] = int(np.count_nonzero(unconfirmed))
+        if self.confirm_share > 0 and unconfirmed.any():
+            score = score.only_measured_at(optima.loc[unconfirmed, self.space.input_names])
+            spent["measured_instead"] = 0 if score.strict is None else len(score.strict)
             optima = decide(optima, score, self.space, self.setup.objectives[0])
             fitted = self._fit_on_evidence(optima, score)
         optima = self._with_header_columns(optima, fitted.selector, score)
@@ -931,6 +943,8 @@ class Campaign:
                 "rounds": rounds,
                 "measured_answers": spent["answers"],
                 "measured_neighbours": spent["neighbours"],
+                "unconfirmed_answers": spent["unconfirmed"],
+                "measured_instead": spent["measured_instead"],
             },
             "measured_regret": {
                 "points": len(regret),

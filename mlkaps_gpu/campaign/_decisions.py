@@ -175,6 +175,9 @@ class EvidenceScore:
         model: an ensemble fitted in the same model space (``log_target == log_space``).
         feature_space: the space whose features the model was trained on.
         kappa: weight of the uncertainty in the pessimistic estimate.
+        strict: input points (rows of the input columns) where a configuration never measured
+            there counts as ``Evidence.penalty``, as a failed one does (see
+            :meth:`only_measured_at`).
     """
 
     def __init__(
@@ -184,19 +187,37 @@ class EvidenceScore:
         feature_space: Space,
         *,
         kappa: float = DECIDE_KAPPA,
+        strict: pd.DataFrame | None = None,
     ) -> None:
         self.evidence = evidence
         self.model = model
         self.feature_space = feature_space
         self.kappa = kappa
+        self.strict = strict
+
+    def only_measured_at(self, points: pd.DataFrame) -> EvidenceScore:
+        """The same estimates, except that at those of ``points`` (input rows) where some
+        configuration was measured, a configuration never measured there counts as
+        ``Evidence.penalty``: its decision is a measured configuration and no tree leaf ships
+        another there. The confirmation asks this where the budget ended before the trees'
+        answer was measured: a measured configuration rather than an unconfirmed guess."""
+        inputs = self.evidence.space.input_names
+        measured = self.evidence.table[inputs].drop_duplicates()
+        strict = points[inputs].drop_duplicates().merge(measured, on=inputs)
+        if self.strict is not None:
+            strict = pd.concat([self.strict, strict], ignore_index=True).drop_duplicates()
+        return EvidenceScore(
+            self.evidence, self.model, self.feature_space, kappa=self.kappa, strict=strict
+        )
 
     def estimate(self, table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Signed model-space estimate, its uncertainty and whether each row was measured: the
         measurement and its standard error where there is one, ``Evidence.penalty`` (no
-        uncertainty) where the configuration only ever failed there, else the ensemble's mean
-        and spread. (Not a precision-weighted blend: the members' spread is no calibrated error of
-        the model at one configuration, and a blend let a smooth model pull a measured 5 %
-        better configuration back to its neighbours' level.)"""
+        uncertainty) where the configuration only ever failed there or was never measured at
+        a ``strict`` point, else the ensemble's mean and spread. (Not a precision-weighted
+        blend: the members' spread is no calibrated error of the model at one configuration,
+        and a blend let a smooth model pull a measured 5 % better configuration back to its
+        neighbours' level.)"""
         sign = self.evidence.sign
         mean, sd = self.model.predict_log(self.feature_space.features(table))
         mean = sign * mean
@@ -204,6 +225,11 @@ class EvidenceScore:
         found = self.evidence.match(table)
         seen = found["_n"].to_numpy() > 0
         failed = found["_failed"].to_numpy()
+        if self.strict is not None and len(self.strict):
+            inputs = self.evidence.space.input_names
+            rows = table[inputs].reset_index(drop=True)
+            flag = rows.merge(self.strict.assign(_strict=True), on=inputs, how="left")["_strict"]
+            failed = failed | (flag.fillna(False).to_numpy(dtype=bool) & ~seen)
         mean = np.where(failed, self.evidence.penalty, mean)
         sd = np.where(failed, 0.0, sd)
         return np.where(seen, found["_f"], mean), np.where(seen, found["_se"], sd), seen

@@ -93,8 +93,9 @@ class SamplingSettings(SettingsModel):
             "Share of the budget kept from sampling to measure the header's answers on the grid "
             "before it is written (an answer that measures worse than the best measured "
             "configuration there is replaced and the trees refitted); what the answers do not "
-            "need is spent on their most promising unmeasured neighbours. Single objective "
-            "only."
+            "need is spent on their most promising unmeasured neighbours; where the reserve "
+            "runs out before an answer was measured, a configuration measured at that point "
+            "ships instead. Single objective only."
         ),
     )
     fixed: dict[str, Scalar] = Field(

@@ -181,3 +181,33 @@ def test_a_point_whose_only_candidate_failed_says_so() -> None:
     model = FixedModel({x: 0.0 for x in range(1, 11)}, sd=0.1)
     decided = decide(grid_row("a", 9, 1.0), EvidenceScore(evidence, model, sp), sp, "time")
     assert decided["source"].iloc[0] == "failed"
+
+
+def test_only_measured_at_ships_a_measured_configuration_where_asked() -> None:
+    sp = space()
+    evidence = Evidence(samples([("a", 3, 1.0), ("a", 5, 1.2), ("b", 2, 1.0)]), sp, "time")
+    # a confident prediction wins on gpu a (as above) until the point is made strict
+    model = FixedModel({x: 0.0 for x in range(1, 11)} | {9: np.log(0.5)}, sd=0.05)
+    score = EvidenceScore(evidence, model, sp)
+    assert decide(grid_row("a", 9, 0.5), score, sp, "time")["x"].iloc[0] == 9
+    strict = score.only_measured_at(pd.DataFrame({"gpu": ["a", "b"]}))
+    decided = decide(grid_row("a", 9, 0.5), strict, sp, "time")
+    assert decided["x"].iloc[0] == 3
+    assert decided["source"].iloc[0] == "measured"
+    table = pd.DataFrame({"gpu": ["a", "a", "b", "b"], "x": [9, 3, 9, 2]})
+    # unmeasured there: below anything measured for the trees; measured rows keep their value
+    values = strict.score(table)  # the penalty: e times the worst measured (1.2)
+    assert values == pytest.approx([1.2 * np.e, 1.0, 1.2 * np.e, 1.0], rel=0.01)
+    # the original score is unchanged, and a point without measurements stays with the model
+    assert score.score(table)[0] < 1.0
+    only_a = score.only_measured_at(pd.DataFrame({"gpu": ["a"]}))
+    assert only_a.score(pd.DataFrame({"gpu": ["b"], "x": [9]}))[0] < 1.0
+
+
+def test_only_measured_at_leaves_a_point_without_measurements_to_the_model() -> None:
+    sp = space()
+    evidence = Evidence(samples([("b", 7, 0.9), ("b", 2, 2.0)]), sp, "time")
+    model = FixedModel({x: 0.0 for x in range(1, 11)} | {9: np.log(0.5)}, sd=0.05)
+    strict = EvidenceScore(evidence, model, sp).only_measured_at(pd.DataFrame({"gpu": ["a"]}))
+    assert len(strict.strict) == 0  # gpu a has no measurement: nothing to ship instead
+    assert decide(grid_row("a", 9, 0.5), strict, sp, "time")["x"].iloc[0] == 9

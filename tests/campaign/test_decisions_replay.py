@@ -49,7 +49,9 @@ def write_case(folder: Path, per_value: int, seed: int) -> str:
     return case_text(folder, tables, budget=per_value * len(OPTIMA), seed=seed)
 
 
-def case_text(folder: Path, tables: dict[str, pd.DataFrame], budget: int, seed: int) -> str:
+def case_text(
+    folder: Path, tables: dict[str, pd.DataFrame], budget: int, seed: int, confirm: float = 0.1
+) -> str:
     """The configuration replaying ``tables`` (one CSV per value of ``gpu``)."""
     files = []
     for value, table in tables.items():
@@ -73,6 +75,7 @@ time = "minimize"
 
 [sampling]
 budget = {budget}
+confirm = {confirm}
 
 [trees]
 prefix = "five"
@@ -152,3 +155,33 @@ def test_a_configuration_that_failed_there_is_not_shipped(tmp_path: Path, seed: 
     assert report["measured_regret"]["known"] == 2
     optima = pd.read_csv(campaign.directory / "optima.csv")
     assert not optima["header_failed"].any()
+
+
+@pytest.mark.compiler
+def test_an_answer_the_budget_could_not_confirm_is_not_shipped(tmp_path: Path) -> None:
+    """The confirmation has one evaluation (2.5 % of 40) and, in this seed, ends with an answer
+    never measured at its value (shipped before the fix): where that value has measurements, a
+    measured configuration ships instead."""
+    tables = {value: landscape(value) for value in OPTIMA}
+    text = case_text(tmp_path, tables, budget=40, seed=3, confirm=0.025)
+    config = parse_config(text, path=tmp_path / "case.toml", label="case.toml")
+    campaign = Campaign.create_or_resume(config, tmp_path / "run")
+    campaign.run()
+    report = json.loads((campaign.directory / "verification.json").read_text())
+    assert report["confirmation"]["unconfirmed_answers"] >= 1
+    assert report["confirmation"]["measured_instead"] >= 1
+
+    values = list(OPTIMA)
+    compiled = CompiledHeader(
+        campaign.load_selector(),
+        campaign.header_path.read_text(),
+        prefix="five",
+        build_dir=tmp_path / "build",
+    )
+    shipped = pd.concat(
+        [pd.DataFrame({"gpu": values}), compiled(pd.DataFrame({"gpu": values}))], axis=1
+    )
+    measured = campaign.store.valid_samples()[["gpu", "a", "b", "variant"]].drop_duplicates()
+    found = shipped.merge(measured, how="left", indicator=True)
+    assert (found["_merge"] == "both").all(), found
+    assert report["measured_regret"]["known"] == 5
