@@ -204,8 +204,6 @@ class EvidenceScore:
         inputs = self.evidence.space.input_names
         measured = self.evidence.table[inputs].drop_duplicates()
         strict = points[inputs].drop_duplicates().merge(measured, on=inputs)
-        if self.strict is not None:
-            strict = pd.concat([self.strict, strict], ignore_index=True).drop_duplicates()
         return EvidenceScore(
             self.evidence, self.model, self.feature_space, kappa=self.kappa, strict=strict
         )
