@@ -83,23 +83,33 @@ verify_inputs = 500
 """
 
 
-@pytest.mark.compiler
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_five_values_get_five_configurations(tmp_path: Path, seed: int) -> None:
-    text = write_case(tmp_path, per_value=40, seed=seed)
-    config = parse_config(text, path=tmp_path / "case.toml", label="case.toml")
-    campaign = Campaign.create_or_resume(config, tmp_path / "run")
+def run_case(folder: Path, text: str) -> Campaign:
+    """Create and run the campaign of ``text`` in ``folder``."""
+    config = parse_config(text, path=folder / "case.toml", label="case.toml")
+    campaign = Campaign.create_or_resume(config, folder / "run")
     campaign.run()
-    assert len(campaign.store) == 200  # sampling and confirmation together spend the budget
+    return campaign
 
-    values = list(OPTIMA)
+
+def shipped_by(campaign: Campaign, folder: Path, values: list[str]) -> pd.DataFrame:
+    """The compiled header's configuration for each value of ``gpu`` (design columns)."""
     compiled = CompiledHeader(
         campaign.load_selector(),
         campaign.header_path.read_text(),
         prefix="five",
-        build_dir=tmp_path / "build",
+        build_dir=folder / "build",
     )
-    shipped = compiled(pd.DataFrame({"gpu": values}))
+    return compiled(pd.DataFrame({"gpu": values}))
+
+
+@pytest.mark.compiler
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_five_values_get_five_configurations(tmp_path: Path, seed: int) -> None:
+    campaign = run_case(tmp_path, write_case(tmp_path, per_value=40, seed=seed))
+    assert len(campaign.store) == 200  # sampling and confirmation together spend the budget
+
+    values = list(OPTIMA)
+    shipped = shipped_by(campaign, tmp_path, values)
     assert len(shipped.drop_duplicates()) == 5
 
     # each shipped configuration is the best measured for its value (replay: no noise)
@@ -131,23 +141,14 @@ def write_failing_case(folder: Path, seed: int) -> str:
 @pytest.mark.compiler
 @pytest.mark.parametrize("seed", [0, 1])
 def test_a_configuration_that_failed_there_is_not_shipped(tmp_path: Path, seed: int) -> None:
-    text = write_failing_case(tmp_path, seed)
-    config = parse_config(text, path=tmp_path / "case.toml", label="case.toml")
-    campaign = Campaign.create_or_resume(config, tmp_path / "run")
-    campaign.run()
+    campaign = run_case(tmp_path, write_failing_case(tmp_path, seed))
     samples = campaign.store.load()
     centre = (samples["a"] == 4) & (samples["b"] == 4) & (samples["variant"] == "x")
     failed_here = samples[centre & (samples["gpu"] == "g1")]
     assert len(failed_here) == 1, "the failed centre on g1 is measured once, not confirmed again"
     assert (failed_here["status"] != "ok").all()
 
-    compiled = CompiledHeader(
-        campaign.load_selector(),
-        campaign.header_path.read_text(),
-        prefix="five",
-        build_dir=tmp_path / "build",
-    )
-    shipped = compiled(pd.DataFrame({"gpu": ["g0", "g1"]}))
+    shipped = shipped_by(campaign, tmp_path, ["g0", "g1"])
     assert shipped.iloc[0][["a", "b", "variant"]].tolist() == [4, 4, "x"]
     assert shipped.iloc[1][["a", "b", "variant"]].tolist() != [4, 4, "x"]
     report = json.loads((campaign.directory / "verification.json").read_text())
@@ -163,23 +164,14 @@ def test_an_answer_the_budget_could_not_confirm_is_not_shipped(tmp_path: Path) -
     never measured at its value (shipped before the fix): where that value has measurements, a
     measured configuration ships instead."""
     tables = {value: landscape(value) for value in OPTIMA}
-    text = case_text(tmp_path, tables, budget=40, seed=3, confirm=0.025)
-    config = parse_config(text, path=tmp_path / "case.toml", label="case.toml")
-    campaign = Campaign.create_or_resume(config, tmp_path / "run")
-    campaign.run()
+    campaign = run_case(tmp_path, case_text(tmp_path, tables, budget=40, seed=3, confirm=0.025))
     report = json.loads((campaign.directory / "verification.json").read_text())
     assert report["confirmation"]["unconfirmed_answers"] >= 1
     assert report["confirmation"]["measured_instead"] >= 1
 
     values = list(OPTIMA)
-    compiled = CompiledHeader(
-        campaign.load_selector(),
-        campaign.header_path.read_text(),
-        prefix="five",
-        build_dir=tmp_path / "build",
-    )
     shipped = pd.concat(
-        [pd.DataFrame({"gpu": values}), compiled(pd.DataFrame({"gpu": values}))], axis=1
+        [pd.DataFrame({"gpu": values}), shipped_by(campaign, tmp_path, values)], axis=1
     )
     measured = campaign.store.valid_samples()[["gpu", "a", "b", "variant"]].drop_duplicates()
     found = shipped.merge(measured, how="left", indicator=True)
