@@ -871,12 +871,13 @@ class Campaign:
         # has measurements, ship a configuration measured there rather than an unconfirmed guess.
         unconfirmed = ~score.evidence.tried(self._answers(fitted.selector, optima))
         spent["unconfirmed"] = int(np.count_nonzero(unconfirmed))
-        strict = score.only_measured_at(optima.loc[unconfirmed, self.space.input_names])
-        if self.confirm_share > 0 and strict.strict is not None and len(strict.strict):
-            score = strict
-            spent["measured_instead"] = len(strict.strict)
-            optima = decide(optima, score, self.space, self.setup.objectives[0])
-            fitted = self._fit_on_evidence(optima, score)
+        if self.confirm_share > 0 and unconfirmed.any():
+            strict = score.only_measured_at(optima.loc[unconfirmed, self.space.input_names])
+            spent["measured_instead"] = 0 if strict.strict is None else len(strict.strict)
+            if spent["measured_instead"]:
+                score = strict
+                optima = decide(optima, score, self.space, self.setup.objectives[0])
+                fitted = self._fit_on_evidence(optima, score)
         optima = self._with_header_columns(optima, fitted.selector, score)
         _atomic_csv(optima, self.directory / "optima.csv")
         return optima, fitted, self._confirmation_details(optima, spent, rounds)

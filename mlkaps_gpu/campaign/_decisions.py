@@ -208,11 +208,14 @@ class EvidenceScore:
             self.evidence, self.model, self.feature_space, kappa=self.kappa, strict=strict
         )
 
-    def estimate(self, table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Signed model-space estimate, its uncertainty and whether each row was measured: the
-        measurement and its standard error where there is one, ``Evidence.penalty`` (no
-        uncertainty) where the configuration only ever failed there or was never measured at
-        a ``strict`` point, else the ensemble's mean and spread. (Not a precision-weighted
+    def estimate(
+        self, table: pd.DataFrame
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Signed model-space estimate, its uncertainty, whether each row was measured and
+        whether it is ruled out: the measurement and its standard error where there is one,
+        ``Evidence.penalty`` (no uncertainty; ruled out) where the configuration only ever
+        failed there or was never measured at a ``strict`` point, else the ensemble's mean and
+        spread. (Not a precision-weighted
         blend: the members' spread is no calibrated error of the model at one configuration,
         and a blend let a smooth model pull a measured 5 % better configuration back to its
         neighbours' level.)"""
@@ -222,19 +225,19 @@ class EvidenceScore:
         sd = np.maximum(sd, 1e-12)
         found = self.evidence.match(table)
         seen = found["_n"].to_numpy() > 0
-        failed = found["_failed"].to_numpy()
+        out = found["_failed"].to_numpy()
         if self.strict is not None and len(self.strict):
             inputs = self.evidence.space.input_names
             rows = table[inputs].reset_index(drop=True)
             flag = rows.merge(self.strict.assign(_strict=True), on=inputs, how="left")["_strict"]
-            failed = failed | (flag.fillna(False).to_numpy(dtype=bool) & ~seen)
-        mean = np.where(failed, self.evidence.penalty, mean)
-        sd = np.where(failed, 0.0, sd)
-        return np.where(seen, found["_f"], mean), np.where(seen, found["_se"], sd), seen
+            out = out | (flag.fillna(False).to_numpy(dtype=bool) & ~seen)
+        mean = np.where(out, self.evidence.penalty, mean)
+        sd = np.where(out, 0.0, sd)
+        return np.where(seen, found["_f"], mean), np.where(seen, found["_se"], sd), seen, out
 
     def pessimistic(self, table: pd.DataFrame) -> np.ndarray:
         """Signed ``mean + kappa * uncertainty`` per row."""
-        mean, uncertainty, _ = self.estimate(table)
+        mean, uncertainty, _, _ = self.estimate(table)
         return mean + self.kappa * uncertainty
 
     def score(self, table: pd.DataFrame) -> np.ndarray:
@@ -283,11 +286,10 @@ def decide(
     """
     grid = optima.reset_index(drop=True)
     table = _candidates(grid, score.evidence, space)
-    mean, uncertainty, seen = score.estimate(table[space.names])
+    mean, uncertainty, _, ruled_out = score.estimate(table[space.names])
     table = table.assign(_pessimistic=mean + score.kappa * uncertainty, _uncertainty=uncertainty)
-    table["_measured"] = seen
-    table["_failed"] = score.evidence.failed(table[space.names])
-    order = ["_point", "_failed", "_pessimistic"]  # a failed configuration only when alone
+    table["_out"] = ruled_out
+    order = ["_point", "_out", "_pessimistic"]  # a ruled-out configuration only when alone
     best = table.sort_values(order, kind="stable").drop_duplicates("_point")
     best = best.set_index("_point").reindex(np.arange(len(grid)))
     out = grid.copy()
