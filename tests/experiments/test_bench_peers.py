@@ -92,6 +92,41 @@ def test_done_when_2_counts():
     assert counts["min_ratio"] == 0.0
 
 
+def test_lead_over_best_peer_says_when_the_seeds_cannot_tell():
+    def runs(tool, b, values):
+        return [
+            {"tool": tool, "b": b, "seed": seed, "input": "a", "fraction": value}
+            for seed, value in enumerate(values)
+        ]
+
+    rng = np.random.default_rng(0)
+    clear = rng.normal(0.9, 0.01, 20)
+    noisy = np.array([0.95, 0.4, 0.97, 0.96, 0.94])
+    table = pd.DataFrame(
+        runs(bench.HEADER, 25, clear)
+        + runs(bench.BEST_MEASURED, 25, clear + 0.05)  # never a peer
+        + runs("peer A", 25, clear - 0.1)
+        + runs("peer B", 25, clear - 0.05)
+        + runs(bench.HEADER, 50, noisy)
+        + runs("peer A", 50, [0.92, 0.9, 0.93, 0.88, 0.9])
+        + runs(bench.HEADER, 100, [0.8, 0.82, 0.81])
+        + [{"tool": bench.RANDOM, "b": 100, "seed": -1, "input": "a", "fraction": 0.85}]
+        + runs(bench.HEADER, 200, [0.9])  # one seed: no interval
+        + runs("peer A", 200, [0.8, 0.7])
+    )
+    lead = bench.lead_over_best_peer(table).set_index("b")
+    assert list(lead.index) == [25, 50, 100]
+    assert lead.loc[25, "peer"] == "peer B"
+    assert lead.loc[25, "difference"] == pytest.approx(0.05)
+    assert lead.loc[25, "low"] > 0 and lead.loc[25, "verdict"] == "above"
+    assert lead.loc[50, "difference"] == pytest.approx(noisy.mean() - 0.906)
+    assert lead.loc[50, "low"] < 0 < lead.loc[50, "high"]
+    assert lead.loc[50, "verdict"] == "within noise"
+    # the exact random-search expectation is a constant, not a sample
+    assert lead.loc[100, "peer"] == bench.RANDOM
+    assert lead.loc[100, "high"] < 0 and lead.loc[100, "verdict"] == "below"
+
+
 # ------------------------------------------------------------------------------ random search
 def _brute_force(times, k):
     values = np.asarray(times, dtype=float)
