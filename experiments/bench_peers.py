@@ -197,13 +197,16 @@ def expected_fraction_random_search(times: Sequence[float], draws: Sequence[int]
     return -np.asarray(expected_best_random_search(-fractions, list(draws)), dtype=np.float64)
 
 
+def per_run(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per (tool, b, seed): the geomean of the fraction over input values."""
+    return rows.groupby(["tool", "b", "seed"], sort=False)["fraction"].apply(geomean).reset_index()
+
+
 def summarize_runs(rows: pd.DataFrame) -> pd.DataFrame:
     """Per (tool, b, seed): the geomean over input values; then per (tool, b): mean, sd, n."""
-    per_run = (
-        rows.groupby(["tool", "b", "seed"], sort=False)["fraction"].apply(geomean).reset_index()
-    )
+    runs = per_run(rows)
     out = []
-    for (tool, b), group in per_run.groupby(["tool", "b"], sort=False):
+    for (tool, b), group in runs.groupby(["tool", "b"], sort=False):
         mean, sd = mean_sd(group["fraction"].to_list())
         out.append({"tool": tool, "b": int(b), "mean": mean, "sd": sd, "n": len(group)})
     return pd.DataFrame(out, columns=["tool", "b", "mean", "sd", "n"])
@@ -224,11 +227,8 @@ def lead_over_best_peer(rows: pd.DataFrame, level: float = 0.95) -> pd.DataFrame
     from scipy import stats
 
     columns = ["b", "peer", "header", "best_peer", "difference", "low", "high", "verdict"]
-    per_run = (
-        rows.groupby(["tool", "b", "seed"], sort=False)["fraction"].apply(geomean).reset_index()
-    )
     out = []
-    for b, at in per_run.groupby("b"):
+    for b, at in per_run(rows).groupby("b"):
         header = at.loc[at["tool"] == HEADER, "fraction"].to_numpy(dtype=np.float64)
         peers = at[~at["tool"].isin([HEADER, BEST_MEASURED])]
         if len(header) < 2 or peers.empty:

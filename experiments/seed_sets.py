@@ -65,22 +65,13 @@ def load_rows(header: Sequence[Path], peers: Sequence[Path], case: str) -> pd.Da
     return rows.drop_duplicates(["tool", "b", "seed", "input"]).reset_index(drop=True)
 
 
-def per_seed(rows: pd.DataFrame) -> pd.DataFrame:
-    """Per (tool, b, seed): the geomean of the fraction over input values."""
-    return (
-        rows.groupby(["tool", "b", "seed"], sort=False)["fraction"]
-        .apply(bench.geomean)
-        .reset_index()
-    )
-
-
 def seed_set_shares(
     rows: pd.DataFrame, k: int, thresholds: Sequence[float], seed: int = 0
 ) -> pd.DataFrame:
     """Per b: how many seeds each side has, and the shares of resampled ``k``-seed sets in
     which the header's mean is above every peer's (``above_all``) and at least each threshold
     (``at_least_<t>``, thresholds matched to the budgets in order)."""
-    runs = per_seed(rows)
+    runs = bench.per_run(rows)
     rng = np.random.default_rng(seed)
     budgets = sorted(int(b) for b in runs["b"].unique())
     out = []
@@ -112,7 +103,7 @@ def seed_set_shares(
 
 
 def report(rows: pd.DataFrame, k: int, thresholds: Sequence[float], case: str, command: str) -> str:
-    runs = per_seed(rows)
+    runs = bench.per_run(rows)
     means = runs.groupby(["tool", "b"])["fraction"].agg(["mean", "std", "count"]).reset_index()
     lead = bench.lead_over_best_peer(rows)
     shares = seed_set_shares(rows, k, thresholds)
