@@ -212,10 +212,9 @@ def summarize_runs(rows: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out, columns=["tool", "b", "mean", "sd", "n"])
 
 
-def _difference_of_means(*samples: np.ndarray, axis: int = -1) -> np.ndarray:
-    """Mean of the first sample minus the mean of the second (or the first's mean alone)."""
-    first = np.mean(samples[0], axis=axis)
-    return first - np.mean(samples[1], axis=axis) if len(samples) > 1 else first
+def _difference_of_means(first: np.ndarray, second: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Mean of the first sample minus the mean of the second."""
+    return np.mean(first, axis=axis) - np.mean(second, axis=axis)
 
 
 def lead_over_best_peer(rows: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
@@ -236,16 +235,18 @@ def lead_over_best_peer(rows: pd.DataFrame, level: float = 0.95) -> pd.DataFrame
         means = peers.groupby("tool", sort=False)["fraction"].mean()
         peer = str(means.idxmax())
         other = peers.loc[peers["tool"] == peer, "fraction"].to_numpy(dtype=np.float64)
-        samples = (header, other) if len(other) > 1 else (header,)
+        # a one-value peer (the exact expectation) is a constant: resample the header alone
+        samples, statistic = ((header, other), _difference_of_means)
+        if len(other) == 1:
+            samples, statistic = ((header - other[0],), np.mean)
         result = stats.bootstrap(
             samples,
-            _difference_of_means,
+            statistic,
             confidence_level=level,
             method="percentile",
             rng=np.random.default_rng(int(b)),
         )
-        shift = float(other[0]) if len(other) == 1 else 0.0  # a constant: subtract it after
-        low, high = (float(v) - shift for v in result.confidence_interval)
+        low, high = (float(v) for v in result.confidence_interval)
         difference = float(header.mean() - other.mean())
         verdict = "above" if low > 0 else "below" if high < 0 else "within noise"
         out.append(
