@@ -264,6 +264,55 @@ def lead_over_best_peer(rows: pd.DataFrame, level: float = 0.95) -> pd.DataFrame
     return pd.DataFrame(out, columns=columns)
 
 
+def lead_per_input(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per (b, input value): the header's mean fraction over seeds and the best peer's at that
+    input value (the peer with the highest mean there, which may differ from one value to the
+    next): where the header's lead comes from, and which input values a peer tunes better."""
+    columns = ["b", "input", "header", "peer", "best_peer", "difference"]
+    means = rows.groupby(["b", "input", "tool"], sort=False)["fraction"].mean()
+    out = []
+    for (b, value), at in means.groupby(level=["b", "input"], sort=False):
+        at = at.droplevel(["b", "input"])
+        peers = at.drop([HEADER, BEST_MEASURED], errors="ignore")
+        if HEADER not in at.index or peers.empty:
+            continue
+        peer = str(peers.idxmax())
+        header = float(at[HEADER])
+        out.append(
+            {
+                "b": int(b),
+                "input": str(value),
+                "header": header,
+                "peer": peer,
+                "best_peer": float(peers[peer]),
+                "difference": header - float(peers[peer]),
+            }
+        )
+    table = pd.DataFrame(out, columns=columns)
+    return table.sort_values(["input", "b"], kind="stable").reset_index(drop=True)
+
+
+def lead_per_input_markdown(rows: pd.DataFrame) -> list[str]:
+    """The :func:`lead_per_input` table as markdown lines (empty without a header or a peer)."""
+    lead = lead_per_input(rows)
+    if lead.empty:
+        return []
+    lines = [
+        "",
+        "Per input value: the header's mean fraction over seeds against the best peer at that "
+        "value (the peer with the highest mean there).",
+        "",
+        "| input | b | header | best peer there | peer | difference |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row in lead.to_dict("records"):
+        lines.append(
+            f"| {row['input']} | {row['b']} | {row['header']:.3f} | {row['peer']} | "
+            f"{row['best_peer']:.3f} | {row['difference']:+.3f} |"
+        )
+    return lines
+
+
 def done_when_2_counts(rows: pd.DataFrame) -> pd.DataFrame:
     """Per b: (input, seed) runs where the header is below 0.99x and 0.9x of the campaign's best
     measured configuration (ratio = t(best measured) / t(header), 0 if the header's choice
@@ -1197,6 +1246,8 @@ def report_case(
                 f"{row['difference']:+.3f} | [{row['low']:+.3f}, {row['high']:+.3f}] | "
                 f"{row['verdict']} |"
             )
+    if "project" in tools and len(table):
+        lines += lead_per_input_markdown(table)
     if any(tune.values()):
         lines += [
             "",

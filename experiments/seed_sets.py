@@ -145,6 +145,7 @@ def report(rows: pd.DataFrame, k: int, thresholds: Sequence[float], case: str, c
             f"| {row['b']} | {row['peer']} | {row['difference']:+.3f} | "
             f"[{row['low']:+.3f}, {row['high']:+.3f}] | {row['verdict']} |"
         )
+    lines += bench.lead_per_input_markdown(rows)
     lines += [
         "",
         f"Resampled {k}-seed sets ({DRAWS} per b, seeds drawn with replacement, independently "

@@ -127,6 +127,37 @@ def test_lead_over_best_peer_says_when_the_seeds_cannot_tell():
     assert lead.loc[100, "high"] < 0 and lead.loc[100, "verdict"] == "below"
 
 
+def test_lead_per_input_names_the_best_peer_of_each_input_value():
+    def runs(tool, value, fractions, b=25):
+        return [
+            {"tool": tool, "b": b, "seed": seed, "input": value, "fraction": fraction}
+            for seed, fraction in enumerate(fractions)
+        ]
+
+    table = pd.DataFrame(
+        runs(bench.HEADER, "a", [0.9, 0.7])
+        + runs(bench.BEST_MEASURED, "a", [1.0, 1.0])  # never a peer
+        + runs("peer A", "a", [0.6, 0.6])
+        + runs("peer B", "a", [0.5, 0.5])
+        + runs(bench.HEADER, "b", [0.6, 0.6])
+        + runs("peer A", "b", [0.5, 0.5])
+        + runs("peer B", "b", [0.9, 0.8])
+        + [{"tool": bench.RANDOM, "b": 25, "seed": -1, "input": "b", "fraction": 0.7}]
+        + runs("peer A", "c", [0.5])  # no header at this value: no row
+    )
+    lead = bench.lead_per_input(table).set_index("input")
+    assert list(lead.index) == ["a", "b"]
+    assert lead.loc["a", "header"] == pytest.approx(0.8)
+    assert lead.loc["a", "peer"] == "peer A"
+    assert lead.loc["a", "difference"] == pytest.approx(0.2)
+    assert lead.loc["b", "peer"] == "peer B"
+    assert lead.loc["b", "best_peer"] == pytest.approx(0.85)
+    assert lead.loc["b", "difference"] == pytest.approx(-0.25)
+    lines = bench.lead_per_input_markdown(table)
+    assert "| b | 25 | 0.600 | peer B | 0.850 | -0.250 |" in lines
+    assert bench.lead_per_input_markdown(table[table["tool"] != bench.HEADER]) == []
+
+
 # ------------------------------------------------------------------------------ random search
 def _brute_force(times, k):
     values = np.asarray(times, dtype=float)
