@@ -76,7 +76,7 @@ import tempfile
 import time
 import tomllib
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -236,9 +236,10 @@ def lead_over_best_peer(rows: pd.DataFrame, level: float = 0.95) -> pd.DataFrame
         peer = str(means.idxmax())
         other = peers.loc[peers["tool"] == peer, "fraction"].to_numpy(dtype=np.float64)
         # a one-value peer (the exact expectation) is a constant: resample the header alone
-        samples, statistic = ((header, other), _difference_of_means)
+        samples: tuple[np.ndarray, ...] = (header, other)
+        statistic: Callable[..., Any] = _difference_of_means
         if len(other) == 1:
-            samples, statistic = ((header - other[0],), np.mean)
+            samples, statistic = (header - other[0],), np.mean
         result = stats.bootstrap(
             samples,
             statistic,
@@ -289,7 +290,11 @@ def lead_per_input(rows: pd.DataFrame) -> pd.DataFrame:
             }
         )
     table = pd.DataFrame(out, columns=columns)
-    return table.sort_values(["input", "b"], kind="stable").reset_index(drop=True)
+    # input values in the order the rows first give them (numeric values stay in numeric order)
+    first = {value: index for index, value in enumerate(pd.unique(rows["input"].astype(str)))}
+    table["_order"] = table["input"].map(first)
+    table = table.sort_values(["_order", "b"], kind="stable").drop(columns="_order")
+    return table.reset_index(drop=True)
 
 
 def lead_per_input_markdown(rows: pd.DataFrame) -> list[str]:
@@ -1229,7 +1234,8 @@ def report_case(
             f"| all | {total['runs']} | {total['below_0.99']} | {total['below_0.9']} | "
             f"{counts['min_ratio'].min():.3f} |"
         )
-    lead = lead_over_best_peer(table) if "project" in tools and len(table) else pd.DataFrame()
+    with_header = "project" in tools and len(table) > 0
+    lead = lead_over_best_peer(table) if with_header else pd.DataFrame()
     if len(lead):
         lines += [
             "",
@@ -1246,7 +1252,7 @@ def report_case(
                 f"{row['difference']:+.3f} | [{row['low']:+.3f}, {row['high']:+.3f}] | "
                 f"{row['verdict']} |"
             )
-    if "project" in tools and len(table):
+    if with_header:
         lines += lead_per_input_markdown(table)
     if any(tune.values()):
         lines += [
