@@ -158,6 +158,16 @@ def test_lead_per_input_names_the_best_peer_of_each_input_value():
     assert bench.lead_per_input_markdown(table[table["tool"] != bench.HEADER]) == []
 
 
+def test_lead_per_input_keeps_the_input_values_in_the_rows_order():
+    rows = [
+        {"tool": tool, "b": 25, "seed": 0, "input": value, "fraction": 0.5}
+        for value in (60, 130, 2000)
+        for tool in (bench.HEADER, "peer A")
+    ]
+    lead = bench.lead_per_input(pd.DataFrame(rows))
+    assert list(lead["input"]) == ["60", "130", "2000"]
+
+
 # ------------------------------------------------------------------------------ random search
 def _brute_force(times, k):
     values = np.asarray(times, dtype=float)
