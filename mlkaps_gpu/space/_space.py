@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
@@ -29,6 +30,9 @@ DEFAULT_ENUMERATE_LIMIT = 2_000_000
 #: Largest product that is re-evaluated per input point when constraints involve inputs.
 PER_INPUT_ENUMERATE_LIMIT = 200_000
 _CACHE_SIZE = 4096
+#: Guards the lazily built product and the valid-set cache of every space: grid chunks run in
+#: threads (and in-process Dask workers) that share one space.
+_CACHE_LOCK = threading.RLock()
 #: Rejection sampling: candidates evaluated per round, and at most per pending row.
 _REJECTION_BATCH = 4096
 _REJECTION_PER_ROW = 1024
@@ -224,20 +228,20 @@ class Space:
 
     # ------------------------------------------------------------------ valid design sets
     def _product(self) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        if self._product_codes is None:
-            grids = np.indices(tuple(int(s) for s in self.design_sizes), dtype=np.int32)
-            codes = grids.reshape(len(self.design), -1).T
-            self._product_codes = codes
-            self._product_columns = {}
-            for index, parameter in enumerate(self.design):
-                values = parameter.domain_values()[codes[:, index]]
-                self._product_columns[parameter.name] = (
-                    values.astype(object)
-                    if parameter.kind == "categorical"
-                    else values.astype(np.float64)
-                )
-        assert self._product_columns is not None
-        return self._product_codes, self._product_columns
+        with _CACHE_LOCK:
+            if self._product_codes is None or self._product_columns is None:
+                grids = np.indices(tuple(int(s) for s in self.design_sizes), dtype=np.int32)
+                codes = grids.reshape(len(self.design), -1).T
+                columns: dict[str, np.ndarray] = {}
+                for index, parameter in enumerate(self.design):
+                    values = parameter.domain_values()[codes[:, index]]
+                    columns[parameter.name] = (
+                        values.astype(object)
+                        if parameter.kind == "categorical"
+                        else values.astype(np.float64)
+                    )
+                self._product_codes, self._product_columns = codes, columns
+            return self._product_codes, self._product_columns
 
     @classmethod
     def from_kernel_tuner(
@@ -274,10 +278,11 @@ class Space:
             if not self._satisfies(point, 1, self.input_constraints)[0]:
                 return np.zeros((0, len(self.design)), dtype=np.int32)
         key = tuple(_scalar(input_values[n]) for n in self.mask_inputs)
-        cached = self._valid_cache.get(key)
-        if cached is not None:
-            self._valid_cache.move_to_end(key)
-            return cached
+        with _CACHE_LOCK:
+            cached = self._valid_cache.get(key)
+            if cached is not None:
+                self._valid_cache.move_to_end(key)
+                return cached
         codes, columns = self._product()
         scope: dict[str, Any] = dict(columns)
         for name in self.mask_inputs:
@@ -288,9 +293,10 @@ class Space:
         for constraint in self.design_constraints:
             mask &= constraint.evaluate(scope, len(codes))
         valid = codes[mask]
-        self._valid_cache[key] = valid
-        if len(self._valid_cache) > _CACHE_SIZE:
-            self._valid_cache.popitem(last=False)
+        with _CACHE_LOCK:
+            self._valid_cache[key] = valid
+            while len(self._valid_cache) > _CACHE_SIZE:
+                self._valid_cache.popitem(last=False)
         return valid
 
     def _groups(self, inputs: pd.DataFrame) -> list[tuple[dict[str, Any], np.ndarray]]:

@@ -496,3 +496,58 @@ def test_unsatisfiable_input_domain_is_refused_clearly() -> None:
         space.grid(4)
     with pytest.raises(SpaceError):
         space.check_satisfiable(np.random.default_rng(0))
+
+
+def _check_from_thread(
+    space: Space,
+    barrier: Any,
+    offset: int,
+    expected: dict[int, np.ndarray],
+    failures: list[BaseException],
+) -> None:
+    barrier.wait()
+    try:
+        for n in [*range(offset + 1, 65), *range(1, offset + 1)]:
+            assert np.array_equal(space.valid_design_codes({"n": n}), expected[n])
+    except BaseException as error:  # reported by the main thread
+        failures.append(error)
+
+
+def test_valid_design_codes_from_many_threads_at_once() -> None:
+    """Grid chunks share one space across threads (and in-process Dask workers): the first
+    calls build the design product while others read it, and the valid-set cache is filled
+    concurrently. Every thread gets the single-threaded answer."""
+    import sys
+    import threading
+
+    def fresh() -> Space:
+        return Space(
+            [Parameter("n", "int", low=1, high=64)],
+            [
+                Parameter("block", "int", values=(1, 2, 4, 8, 16, 32, 64)),
+                Parameter("tile", "int", low=1, high=40),
+                Parameter("kind", "categorical", values=("a", "b", "c")),
+            ],
+            ["block <= n", "tile * block <= 4 * n or kind == 'a'"],
+        )
+
+    expected = {n: fresh().valid_design_codes({"n": n}) for n in range(1, 65)}
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as possible
+    try:
+        for _ in range(20):
+            space, barrier = fresh(), threading.Barrier(8)
+            failures: list[BaseException] = []
+            threads = [
+                threading.Thread(
+                    target=_check_from_thread, args=(space, barrier, 8 * i, expected, failures)
+                )
+                for i in range(8)
+            ]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            assert not failures, failures[0]
+    finally:
+        sys.setswitchinterval(interval)
