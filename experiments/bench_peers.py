@@ -44,6 +44,12 @@ Tools:
   ``t_opt / E[min t]``). The row is the geometric mean over input values of these expectations;
   it has no seeds (sd 0).
 
+Input values. ``--only V [V ...]`` keeps those input values of the case (one campaign over them;
+the case is named ``<case>_<V>_...``). ``--separately`` gives each input value its own project
+campaign of ``b`` evaluations, with nothing learnt from the other values (the peers search each
+value alone anyway): the tuner of one architecture, or of one problem size, alone. Scores are
+then geomeans over the values of the separate campaigns (case ``<case>_separately``).
+
 Outputs: ``experiments/results/bench_peers_<case>.{csv,md,png}`` (``bench_peers_quick_*`` with
 ``--quick``). Kernel Tuner and Optuna are optional (``pip install -e ".[bench]"``); rows of a
 missing one say "not installed".
@@ -77,7 +83,7 @@ import time
 import tomllib
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -557,6 +563,8 @@ class Case:
     landscapes: list[Landscape]
     constraints: list[str]
     kernel_format: str
+    #: each input value is its own project campaign of b evaluations (``--separately``)
+    separate: bool = False
 
     @property
     def inputs(self) -> list[str]:
@@ -577,8 +585,36 @@ def data_path_label(path: str | os.PathLike[str]) -> str:
     return path.name
 
 
-def load_case(name: str, overrides: Sequence[str], extra: Mapping[str, Any] | None) -> Case:
-    """Read the case's config, strip it to the problem, apply the overrides, load the data."""
+class CaseError(ValueError):
+    """A command-line choice the case cannot take (the message says what is allowed)."""
+
+
+def restrict_files(data: dict[str, Any], values: Sequence[str], label: str) -> dict[str, Any]:
+    """A copy of the config table whose ``[kernel] files`` keep only the given input values
+    (in that order); unknown values raise :class:`CaseError` naming the known ones."""
+    data = copy.deepcopy(data)
+    files = data.get("kernel", {}).get("files")
+    if not isinstance(files, dict) or len(files) != 1:
+        raise CaseError(f"{label}: [kernel] files must map one input to one file per value")
+    ((input_name, table),) = files.items()
+    unknown = [v for v in values if v not in table]
+    if unknown or not values:
+        missing = ", ".join(map(repr, unknown)) or "(none given)"
+        allowed = ", ".join(map(str, table))
+        raise CaseError(f"{label}: input {input_name} has no value {missing} (allowed: {allowed})")
+    data["kernel"]["files"] = {input_name: {v: table[v] for v in dict.fromkeys(values)}}
+    return data
+
+
+def load_case(
+    name: str,
+    overrides: Sequence[str],
+    extra: Mapping[str, Any] | None,
+    values: Sequence[str] | None = None,
+    separately: bool = False,
+) -> Case:
+    """Read the case's config, strip it to the problem, apply the overrides, load the data
+    (only the input ``values`` when given; ``separately``: one project campaign per value)."""
     from mlkaps_gpu.campaign import parse_config
     from mlkaps_gpu.executors import OK, ReplayExecutor
 
@@ -588,6 +624,11 @@ def load_case(name: str, overrides: Sequence[str], extra: Mapping[str, Any] | No
         deep_merge(stripped, extra)
     for assignment in overrides:
         apply_override(stripped, assignment)
+    if values:
+        stripped = restrict_files(stripped, values, path.name)
+        name = "_".join([name, *dict.fromkeys(values)])
+    if separately:
+        name += "_separately"
     config = parse_config(to_toml(stripped), path=path, label=path.name)
     kernel = config.kernel
     if kernel.executor != "replay" or not isinstance(kernel.files, dict):
@@ -629,6 +670,7 @@ def load_case(name: str, overrides: Sequence[str], extra: Mapping[str, Any] | No
         landscapes=landscapes,
         constraints=list(config.constraints),
         kernel_format=kernel.format,
+        separate=separately,
     )
 
 
@@ -649,7 +691,22 @@ def project_config_text(case: Case, b: int, seed: int) -> str:
 
 
 def run_project(case: Case, b: int, seed: int, workdir: Path) -> tuple[list[dict], float]:
-    """One campaign (budget n_inputs * b): header rows and best-measured rows; tune seconds."""
+    """One campaign (budget n_inputs * b): header rows and best-measured rows; tune seconds.
+    A ``separate`` case runs one campaign of b per input value (tune seconds: their sum)."""
+    if case.separate:
+        rows: list[dict] = []
+        seconds = 0.0
+        for land in case.landscapes:
+            alone = replace(
+                case,
+                base=restrict_files(case.base, [land.value], case.config_path.name),
+                landscapes=[land],
+                separate=False,
+            )
+            new, spent = run_project(alone, b, seed, workdir)
+            rows += new
+            seconds += spent
+        return rows, seconds
     from mlkaps_gpu.campaign import Campaign, SampleStore, parse_config
 
     text = project_config_text(case, b, seed)
@@ -1202,8 +1259,13 @@ def report_case(
         "- data: "
         + ", ".join(f"{land.value}: `{data_path_label(land.source)}`" for land in case.landscapes),
         f"- input `{case.input_name}` ({len(case.landscapes)} values), budgets b per input value "
-        f"{list(budgets)}, seeds {list(seeds)}; a project campaign gets B = "
-        f"{len(case.landscapes)} b evaluations",
+        f"{list(budgets)}, seeds {list(seeds)}; "
+        + (
+            "each input value is its own project campaign of b evaluations (`--separately`: "
+            "nothing learnt from the other values)"
+            if case.separate
+            else f"a project campaign gets B = {len(case.landscapes)} b evaluations"
+        ),
         f"- project config: `{case.config_path.name}` stripped to the problem "
         f"(removed: {', '.join(case.removed) or 'nothing'})"
         + (f"; overrides: {', '.join(args.set)}" if args.set else "")
@@ -1257,8 +1319,13 @@ def report_case(
     if any(tune.values()):
         lines += [
             "",
-            "Project `tune` wall time per campaign (create, sample, model, optimize, trees, "
-            "verified header), seconds:",
+            "Project `tune` wall time per "
+            + (
+                "run (the sum of its campaigns, one per input value; "
+                if case.separate
+                else "campaign ("
+            )
+            + "create, sample, model, optimize, trees, verified header), seconds:",
             "",
             "| b | B | mean | sd | max |",
             "|---|---|---|---|---|",
@@ -1328,6 +1395,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="project setting over the defaults, e.g. sampling.method=ga_adaptive",
     )
     parser.add_argument("--config-extra", default=None, help="TOML merged over the problem")
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        default=None,
+        metavar="VALUE",
+        help="keep only these values of the case's input (e.g. --only A100 MI250X)",
+    )
+    parser.add_argument(
+        "--separately",
+        action="store_true",
+        help="one project campaign of b evaluations per input value, nothing shared",
+    )
     args = parser.parse_args(argv)
     raw = list(sys.argv[1:] if argv is None else argv)
     args.command_line = "python experiments/bench_peers.py " + shlex.join(raw)
@@ -1343,6 +1422,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     tools = parse_tools(args.tools)
     extra = tomllib.loads(Path(args.config_extra).read_text()) if args.config_extra else None
     stem = "bench_peers_quick" if args.quick else "bench_peers"
+    if args.only and args.case == "all":
+        log("--only names values of one case's input: give --case convolution or --case syr2k")
+        return 2
     cases = ["convolution", "syr2k"] if args.case == "all" else [args.case]
     np.seterr(all="ignore")
     started = time.perf_counter()
@@ -1356,7 +1438,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         for name in cases:
             case_started = time.perf_counter()
-            case = load_case(name, args.set, extra)
+            try:
+                case = load_case(name, args.set, extra, args.only, args.separately)
+            except CaseError as error:
+                log(str(error))
+                return 2
             table, wall, tune, missing = bench_case(case, budgets, seeds, tools, workdir, started)
             text = report_case(
                 case,

@@ -9,6 +9,7 @@ import itertools
 import json
 import math
 import os
+import sqlite3
 import sys
 import tomllib
 from pathlib import Path
@@ -346,6 +347,48 @@ def test_syr2k_case_loads(replay_data):
         assert land.optimum == pytest.approx(np.nanmin(land.times))
     assert int(np.isnan(case.landscapes[1].times).sum()) == 5  # the runner's 1.0 failures
     assert "sampling.method" not in case.removed  # the syr2k config names no method
+
+
+def test_restrict_files_keeps_the_named_values_in_order():
+    data = {"kernel": {"files": {"gpu": {"A": "a.json", "B": "b.json", "C": "c.json"}}}}
+    kept = bench.restrict_files(data, ["C", "A", "C"], "case.toml")
+    assert kept["kernel"]["files"] == {"gpu": {"C": "c.json", "A": "a.json"}}
+    assert list(data["kernel"]["files"]["gpu"]) == ["A", "B", "C"]  # the original is untouched
+    with pytest.raises(
+        bench.CaseError, match=r"case.toml: input gpu has no value 'D' \(allowed: A, B, C\)"
+    ):
+        bench.restrict_files(data, ["A", "D"], "case.toml")
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--case", "syr2k", "--only", "99"], "no value '99' (allowed: 130, 2000)"),
+        (["--only", "130"], "give --case convolution or --case syr2k"),
+    ],
+)
+def test_only_refuses_values_the_case_lacks(argv, message, monkeypatch, capsys, tmp_path):
+    monkeypatch.setenv("MLKAPS_GPU_DATA", "unused")
+    assert bench.main([*argv, "--results", str(tmp_path)]) == 2
+    assert message in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())  # nothing written
+
+
+def test_separate_campaigns_measure_one_input_value_each(replay_data, tmp_path):
+    case = bench.load_case("syr2k", [], None, None, separately=True)
+    assert case.name == "syr2k_separately" and case.separate
+    rows, seconds = bench.run_project(case, 10, 0, tmp_path)
+    header = [r for r in rows if r["tool"] == bench.HEADER]
+    assert [r["input"] for r in header] == ["130", "2000"]
+    assert all(r["n_evaluated"] == 10 and r["case"] == "syr2k_separately" for r in header)
+    assert seconds > 0
+    stores = sorted((tmp_path / "syr2k_separately").glob("*/samples.sqlite"))
+    assert len(stores) == 2  # one campaign per value, each with a budget of b
+    for store in stores:
+        with sqlite3.connect(store) as connection:
+            values = connection.execute("select distinct N from samples").fetchall()
+            count = connection.execute("select count(*) from samples").fetchone()[0]
+        assert len(values) == 1 and count == 10
 
 
 @pytest.mark.slow
