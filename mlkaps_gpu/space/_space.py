@@ -283,6 +283,8 @@ class Space:
             if cached is not None:
                 self._valid_cache.move_to_end(key)
                 return cached
+        # The mask is computed outside the lock: two threads missing the same key at once both
+        # compute it (the same array), rather than every thread waiting on one evaluation.
         codes, columns = self._product()
         scope: dict[str, Any] = dict(columns)
         for name in self.mask_inputs:
