@@ -7,7 +7,10 @@ looked up in the exhaustive data. Fraction of optimum = ``t_opt / t(choice)`` pe
 run's score; tables give mean ± sd (ddof=1) of that score over the seeds.
 
 Cases: ``convolution`` (5 GPUs, the GPU a categorical input; ``configs/convolution_replay.toml``)
-and ``syr2k`` (N = 130 and N = 2000, N a categorical input; ``configs/syr2k_replay.toml``).
+and ``syr2k`` (N = 130 and N = 2000, N a categorical input; ``configs/syr2k_replay.toml``), or
+``--config FILE.toml``: a replay config of one's own (``executor = "replay"``, ``files`` mapping
+one input to a Kernel Tuner cache or CSV table per value; one value is enough), scored the same
+way on its data (case name: the file's stem; ``MLKAPS_GPU_DATA`` is then not needed).
 
 Tools:
 
@@ -57,6 +60,7 @@ missing one say "not installed".
     export MLKAPS_GPU_DATA=../shared/data/replay
     python experiments/bench_peers.py --quick --case convolution
     python experiments/bench_peers.py --case all
+    python experiments/bench_peers.py --config my_kernel_replay.toml --budgets 25 50
 """
 
 from __future__ import annotations
@@ -606,20 +610,37 @@ def restrict_files(data: dict[str, Any], values: Sequence[str], label: str) -> d
     return data
 
 
+def case_name_of(path: Path) -> str:
+    """The case name of a user's config file: its stem, in letters, digits, ``_`` and ``-``."""
+    return re.sub(r"[^A-Za-z0-9_-]+", "_", path.stem).strip("_") or "case"
+
+
+def read_config_table(path: Path) -> dict[str, Any]:
+    """A config file's TOML table; :class:`CaseError` (naming the file) when it cannot be read."""
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise CaseError(f"{path}: cannot be read ({error.strerror or error})") from None
+    except tomllib.TOMLDecodeError as error:
+        raise CaseError(f"{path}: not valid TOML ({error})") from None
+
+
 def load_case(
     name: str,
     overrides: Sequence[str],
     extra: Mapping[str, Any] | None,
     values: Sequence[str] | None = None,
     separately: bool = False,
+    path: Path | None = None,
 ) -> Case:
-    """Read the case's config, strip it to the problem, apply the overrides, load the data
-    (only the input ``values`` when given; ``separately``: one project campaign per value)."""
-    from mlkaps_gpu.campaign import parse_config
+    """Read the case's config (``path``: a user's replay config instead of a built-in case's),
+    strip it to the problem, apply the overrides, load the data (only the input ``values``
+    when given; ``separately``: one project campaign per value)."""
+    from mlkaps_gpu.campaign import ConfigError, parse_config
     from mlkaps_gpu.executors import OK, ReplayExecutor
 
-    path = CONFIGS[name]
-    stripped, removed = strip_config(tomllib.loads(path.read_text(encoding="utf-8")))
+    path = CONFIGS[name] if path is None else path
+    stripped, removed = strip_config(read_config_table(path))
     if extra:
         deep_merge(stripped, extra)
     for assignment in overrides:
@@ -629,19 +650,34 @@ def load_case(
         name = "_".join([name, *dict.fromkeys(values)])
     if separately:
         name += "_separately"
-    config = parse_config(to_toml(stripped), path=path, label=path.name)
+    kernel_table = stripped.get("kernel", {})
+    if kernel_table.get("executor") != "replay" or not isinstance(kernel_table.get("files"), dict):
+        raise CaseError(
+            f"{path.name}: [kernel] must be a replay kernel whose files map one input to a file "
+            'per value (executor = "replay", files = {gpu = {A100 = "a100.json.gz", ...}}; '
+            "one value is enough), since the peers are scored on the replayed data"
+        )
+    try:
+        config = parse_config(to_toml(stripped), path=path, label=path.name)
+    except ConfigError as error:
+        raise CaseError(str(error)) from None
     kernel = config.kernel
-    if kernel.executor != "replay" or not isinstance(kernel.files, dict):
-        raise SystemExit(f"{path.name}: bench_peers needs a replay kernel with an input per file")
+    assert isinstance(kernel.files, dict)
     options: dict[str, Any] = {}
     if kernel.design_columns:
         options["design_columns"] = kernel.design_columns
+    if kernel.format == "csv":
+        options["objective_column"] = kernel.objective_column
+        options["failure_values"] = tuple(kernel.failure_values)
     if kernel.key_suffix:
         options["key_suffix"] = kernel.key_suffix
         options["suffix_keys"] = tuple(kernel.suffix_keys or ())
-    executor = ReplayExecutor.from_files(
-        kernel.files, format=kernel.format, objective=kernel.objective, **options
-    )
+    try:
+        executor = ReplayExecutor.from_files(
+            kernel.files, format=kernel.format, objective=kernel.objective, **options
+        )
+    except ValueError as error:  # the replay's data errors name the file and what is wrong
+        raise CaseError(f"{path.name}: {error}") from None
     ((input_name, files),) = kernel.files.items()
     landscapes = []
     domains = {p.name: [_py(v) for v in p.domain_values()] for p in executor.design_parameters()}
@@ -1368,7 +1404,20 @@ def report_case(
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--case", choices=["convolution", "syr2k", "all"], default="all")
+    parser.add_argument(
+        "--case",
+        choices=["convolution", "syr2k", "all"],
+        default=None,
+        help="a built-in case (default: all)",
+    )
+    parser.add_argument(
+        "--config",
+        type=Path,
+        default=None,
+        metavar="FILE.toml",
+        help='a replay config of your own as the case instead (executor = "replay", files '
+        "mapping one input to a Kernel Tuner cache or CSV table per value)",
+    )
     parser.add_argument("--budgets", type=int, nargs="+", default=None, help="b per input value")
     parser.add_argument("--seeds", type=int, default=None, help="number of seeds (default 5)")
     parser.add_argument(
@@ -1410,7 +1459,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     raw = list(sys.argv[1:] if argv is None else argv)
     args.command_line = "python experiments/bench_peers.py " + shlex.join(raw)
-    if not os.environ.get("MLKAPS_GPU_DATA"):
+    if args.config is not None and args.case is not None:
+        log("give --case (a built-in case) or --config (a replay config of yours), not both")
+        return 2
+    if args.config is None and not os.environ.get("MLKAPS_GPU_DATA"):
         log("MLKAPS_GPU_DATA is not set: point it at the replay data folder")
         return 2
     budgets = args.budgets or list(QUICK_BUDGETS if args.quick else DEFAULT_BUDGETS)
@@ -1422,10 +1474,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     tools = parse_tools(args.tools)
     extra = tomllib.loads(Path(args.config_extra).read_text()) if args.config_extra else None
     stem = "bench_peers_quick" if args.quick else "bench_peers"
-    if args.only and args.case == "all":
+    chosen = args.case or "all"
+    if args.only and args.config is None and chosen == "all":
         log("--only names values of one case's input: give --case convolution or --case syr2k")
         return 2
-    cases = ["convolution", "syr2k"] if args.case == "all" else [args.case]
+    cases: list[tuple[str, Path | None]]
+    if args.config is not None:
+        cases = [(case_name_of(args.config), args.config)]
+    else:
+        names = ["convolution", "syr2k"] if chosen == "all" else [chosen]
+        cases = [(name, None) for name in names]
     np.seterr(all="ignore")
     started = time.perf_counter()
     temporary = None
@@ -1436,10 +1494,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         workdir = args.workdir
         workdir.mkdir(parents=True, exist_ok=True)
     try:
-        for name in cases:
+        for name, path in cases:
             case_started = time.perf_counter()
             try:
-                case = load_case(name, args.set, extra, args.only, args.separately)
+                case = load_case(name, args.set, extra, args.only, args.separately, path)
             except CaseError as error:
                 log(str(error))
                 return 2

@@ -42,7 +42,9 @@ def load_tables(root: Path) -> dict[str, object]:
         tables[gpu] = load_kernel_tuner_cache(root / "convolution_6gpu" / f"{gpu}.json.gz")
     columns = [f"p{i}" for i in range(6)]
     for label, name in SYR2K.items():
-        tables[label] = load_replay_csv(root / "syr2k_cpu" / name, design_columns=columns)
+        tables[label] = load_replay_csv(
+            root / "syr2k_cpu" / name, design_columns=columns, failure_values=(1.0,)
+        )
     return tables
 
 

@@ -139,6 +139,9 @@ def _replay_executor(config: CampaignConfig) -> tuple[Executor, list[Parameter],
     options: dict[str, Any] = {}
     if kernel.design_columns:
         options["design_columns"] = kernel.design_columns
+    if kernel.format == "csv":
+        options["objective_column"] = kernel.objective_column
+        options["failure_values"] = tuple(kernel.failure_values)
     if kernel.key_suffix:
         options["key_suffix"] = kernel.key_suffix
         options["suffix_keys"] = tuple(kernel.suffix_keys or ())

@@ -40,6 +40,15 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "--objective-column", default="objective", help="CSV: the measured column"
     )
     difficulty.add_argument(
+        "--failure-value",
+        type=float,
+        action="append",
+        default=[],
+        metavar="VALUE",
+        help="CSV: an objective value that marks a failed run (repeatable; e.g. 1.0 for the "
+        "GC_TLA tables); none by default",
+    )
+    difficulty.add_argument(
         "--neighbourhood",
         choices=["Hamming", "adjacent"],
         default="Hamming",
@@ -128,7 +137,12 @@ def _load(args: argparse.Namespace) -> Any:
         columns = [c.strip() for c in args.design_columns.split(",") if c.strip()]
     else:
         columns = _p_columns(path)
-    return load_replay_csv(path, design_columns=columns, objective_column=args.objective_column)
+    return load_replay_csv(
+        path,
+        design_columns=columns,
+        objective_column=args.objective_column,
+        failure_values=tuple(args.failure_value),
+    )
 
 
 def _p_columns(path: Path) -> list[str]:

@@ -178,8 +178,8 @@ def load_replay_csv(
     *,
     design_columns: Sequence[str],
     objective: str = "time",
-    objective_column: str = "objective",
-    failure_values: Sequence[float] = (1.0,),
+    objective_column: str | None = None,
+    failure_values: Sequence[float] = (),
     duplicates: Literal["error", "first"] = "error",
 ) -> ReplayTable:
     """Load a CSV table of measurements (e.g. the GC_TLA syr2k tables).
@@ -189,9 +189,12 @@ def load_replay_csv(
         design_columns: the columns that form the configuration (e.g. ``p0`` .. ``p5``).
         objective: name of the objective column in the returned records (``time`` by default,
             as for Kernel Tuner caches).
-        objective_column: the CSV column holding the measured objective.
-        failure_values: objective values that mark a failed run (the GC_TLA runner wrote 1.0);
-            such rows become ``runtime_error``. Pass ``()`` to disable.
+        objective_column: the CSV column holding the measured objective (None: the column
+            named ``objective`` when the file has one, else the column ``"objective"``, the
+            GC_TLA layout).
+        failure_values: objective values that mark a failed run (the GC_TLA runner wrote 1.0:
+            pass ``(1.0,)`` for its tables); such rows become ``runtime_error``. None by
+            default: a measured value is never taken for a failure unless the data says so.
         duplicates: what to do with a configuration measured twice: raise, or keep the first.
 
     Numeric design columns stay numbers (int64 when integral, else float64). Any other column is
@@ -204,9 +207,14 @@ def load_replay_csv(
     keys = tuple(design_columns)
     if not keys:
         raise ReplayDataError(f"{path.name}: no design columns given")
+    if objective_column is None:
+        objective_column = objective if objective in frame.columns else "objective"
     missing = [c for c in (*keys, objective_column) if c not in frame.columns]
     if missing:
-        raise ReplayDataError(f"{path.name}: missing column(s) {', '.join(map(repr, missing))}")
+        raise ReplayDataError(
+            f"{path.name}: missing column(s) {', '.join(map(repr, missing))} (columns: "
+            f"{', '.join(map(str, frame.columns))})"
+        )
     if objective in keys or objective in RECORD_COLUMNS:
         raise ReplayDataError(f"{path.name}: objective name {objective!r} clashes with a column")
     columns, tune_params = _design_columns(frame, keys)

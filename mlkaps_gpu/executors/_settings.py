@@ -45,7 +45,16 @@ MAX_IN_FLIGHT = 1_000
 #: The ``[kernel]`` keys each executor kind reads (besides ``executor``).
 KERNEL_KEYS: dict[str, tuple[str, ...]] = {
     "python": ("function", "measure", "repeats", "warmup", "timeout", "memory_limit"),
-    "replay": ("files", "format", "objective", "design_columns", "key_suffix", "suffix_keys"),
+    "replay": (
+        "files",
+        "format",
+        "objective",
+        "design_columns",
+        "objective_column",
+        "failure_values",
+        "key_suffix",
+        "suffix_keys",
+    ),
     "cffi": (
         "builtin",
         "source",
@@ -238,6 +247,20 @@ class KernelSettings(SettingsModel):
     design_columns: list[str] | None = Field(
         default=None, description="replay (csv): the columns that are design parameters."
     )
+    objective_column: str | None = Field(
+        default=None,
+        description=(
+            "replay (csv): the column holding the measured objective (default: the column named "
+            "as `objective`, else the column `objective`)."
+        ),
+    )
+    failure_values: list[FiniteFloat] = Field(
+        default_factory=list,
+        description=(
+            "replay (csv): objective values that mark a failed run (e.g. `[1.0]` for a runner "
+            "that wrote 1.0 on failure); none by default."
+        ),
+    )
     key_suffix: str | None = Field(
         default=None, description="replay: a suffix of the data's configuration keys to strip."
     )
@@ -368,6 +391,12 @@ class KernelSettings(SettingsModel):
                 raise SettingError(key, f'missing: executor = "{kind}" needs it')
         if self.suffix_keys is not None and self.key_suffix is None:
             raise SettingError("suffix_keys", "needs key_suffix", self.suffix_keys)
+        if kind == "replay" and self.format != "csv":
+            for key in ("design_columns", "objective_column", "failure_values"):
+                if key in self.model_fields_set:
+                    raise SettingError(
+                        key, 'applies only to format = "csv" (CSV tables)', getattr(self, key)
+                    )
         base = _base(info)
         if kind == "replay":
             self.files = _resolve_files(self.files, base)

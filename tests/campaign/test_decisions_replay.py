@@ -33,8 +33,7 @@ VARIANTS = ["x", "y", "z"]
 
 def landscape(value: str) -> pd.DataFrame:
     """Every configuration's time at one input value: a smooth bowl shared by every value, the
-    wrong variant 15 % slower, and the value's own optimum 5 % below the bowl. (No time is 1.0
-    exactly: the CSV replay reads 1.0 as a failed run, the GC_TLA convention.)"""
+    wrong variant 15 % slower, and the value's own optimum 5 % below the bowl."""
     a, b, variant = np.meshgrid(A_VALUES, B_VALUES, VARIANTS, indexing="ij")
     a, b, variant = a.ravel(), b.ravel(), variant.ravel()
     time = 2.0 + 0.1 * ((a - 4) ** 2 + (b - 4) ** 2) + np.where(variant == "x", 0.0, 0.3)
@@ -131,10 +130,10 @@ def test_five_values_get_five_configurations(tmp_path: Path, seed: int) -> None:
 
 def write_failing_case(folder: Path, seed: int) -> str:
     """Two values of ``gpu`` on the shared bowl; on g1 the bowl's centre, g0's optimum and the
-    surrogate's favourite there, fails (the replay reads 1.0 as a failed run)."""
+    surrogate's favourite there, fails (an empty objective cell: a failed run)."""
     failing = landscape("g0")
     centre = (failing["a"] == 4) & (failing["b"] == 4) & (failing["variant"] == "x")
-    failing.loc[centre, "objective"] = 1.0
+    failing.loc[centre, "objective"] = np.nan
     return case_text(folder, {"g0": landscape("g0"), "g1": failing}, budget=60, seed=seed)
 
 

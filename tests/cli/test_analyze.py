@@ -57,9 +57,11 @@ def test_difficulty_of_a_csv_as_json(tmp_path: Path, capsys: pytest.CaptureFixtu
     path.write_text("\n".join(rows) + "\n")
     assert analyze(["difficulty", str(path), "--json", "--neighbourhood", "adjacent"]) == 0
     summary = json.loads(capsys.readouterr().out)
-    # minima: (a,2)=1.2 (neighbours a1=2.0, b2=3.0) and (b,1)=0.5, the optimum; 1.0 would
-    # be the failure marker of the GC_TLA runner (load_replay_csv)
+    # minima: (a,2)=1.2 (neighbours a1=2.0, b2=3.0) and (b,1)=0.5, the optimum
     assert summary["nodes"] == 5 and summary["local_minima"] == 2
+    argv = ["difficulty", str(path), "--json", "--neighbourhood", "adjacent"]
+    assert analyze([*argv, "--failure-value", "0.5"]) == 0  # the optimum made a failure
+    assert json.loads(capsys.readouterr().out)["nodes"] == 4
     assert summary["proportion_of_centrality"]["0%"] < 1.0
 
 
@@ -77,7 +79,7 @@ def test_syr2k_replay_data(capsys: pytest.CaptureFixture[str]) -> None:
     if not root or not (Path(root) / "syr2k_cpu" / "all_SM_N130.csv").is_file():
         pytest.skip("MLKAPS_GPU_DATA is not set or lacks syr2k_cpu")
     path = Path(root) / "syr2k_cpu" / "all_SM_N130.csv"
-    assert analyze(["difficulty", str(path), "--json"]) == 0
+    assert analyze(["difficulty", str(path), "--json", "--failure-value", "1.0"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["nodes"] == 10648
     assert 0.0 < summary["proportion_of_centrality"]["15%"] <= 1.0

@@ -29,7 +29,7 @@ def small_csv(tmp_path: Path) -> Path:
 
 
 def test_layout_and_blank_pragmas(small_csv):
-    table = load_replay_csv(small_csv, design_columns=["p0", "p1", "p3"])
+    table = load_replay_csv(small_csv, design_columns=["p0", "p1", "p3"], failure_values=(1.0,))
     records = table.records
     assert table.keys == ("p0", "p1", "p3")
     assert table.objective == "time"
@@ -52,8 +52,8 @@ def test_layout_and_blank_pragmas(small_csv):
     assert table.best() == 0.25
 
 
-def test_failure_values_can_be_disabled(small_csv):
-    table = load_replay_csv(small_csv, design_columns=["p0", "p1", "p3"], failure_values=())
+def test_no_value_is_a_failure_marker_unless_given(small_csv):
+    table = load_replay_csv(small_csv, design_columns=["p0", "p1", "p3"])
     assert table.records["status"].tolist() == ["ok", "ok", "ok", "runtime_error"]
     assert table.records["time"].iloc[1] == 1.0
 
@@ -67,6 +67,18 @@ def test_objective_names(small_csv):
     )
     assert table.objective == "seconds"
     assert table.records["seconds"].tolist() == [10.0, 11.0, 12.0, 13.0]
+
+
+def test_the_objective_column_defaults_to_the_objectives_name(tmp_path: Path):
+    path = tmp_path / "mine.csv"
+    path.write_text("tile,time,objective\n4,1.0,9.0\n8,2.0,9.0\n")
+    table = load_replay_csv(path, design_columns=["tile"])
+    assert table.records["time"].tolist() == [1.0, 2.0]  # the `time` column, 1.0 no failure
+    assert table.n_failed() == 0
+    other = load_replay_csv(path, design_columns=["tile"], objective="seconds")
+    assert other.records["seconds"].tolist() == [9.0, 9.0]  # no `seconds`: `objective`
+    with pytest.raises(ReplayDataError, match=r"missing column\(s\) 'elapsed' \(columns: tile,"):
+        load_replay_csv(path, design_columns=["tile"], objective_column="elapsed")
 
 
 def test_errors(tmp_path: Path, small_csv):
@@ -88,7 +100,9 @@ def test_errors(tmp_path: Path, small_csv):
     [("all_SM_N130.csv", 0, 0.0004395), ("all_XL_N2000.csv", 5, 1.5308715)],
 )
 def test_real_syr2k(replay_data, name, failed, best):
-    table = load_replay_csv(replay_data / "syr2k_cpu" / name, design_columns=DESIGN)
+    table = load_replay_csv(
+        replay_data / "syr2k_cpu" / name, design_columns=DESIGN, failure_values=(1.0,)
+    )
     records = table.records
     assert len(records) == 10648
     assert table.n_failed() == failed

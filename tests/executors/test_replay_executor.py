@@ -283,7 +283,9 @@ def test_real_syr2k_by_problem_size(replay_data):
     design = ["p0", "p1", "p2", "p3", "p4", "p5"]
     tables = {
         130: load_replay_csv(folder / "all_SM_N130.csv", design_columns=design),
-        2000: load_replay_csv(folder / "all_XL_N2000.csv", design_columns=design),
+        2000: load_replay_csv(
+            folder / "all_XL_N2000.csv", design_columns=design, failure_values=(1.0,)
+        ),
     }
     executor = ReplayExecutor({"N": tables})
     rows = pd.concat(

@@ -421,6 +421,97 @@ def test_quick_run_of_the_peers(replay_data, tmp_path):
     assert (tmp_path / "bench_peers_syr2k.md").read_text().startswith("# bench_peers: syr2k")
 
 
+TINY_CONFIG = """
+[campaign]
+name = "tiny"
+seed = 0
+
+[kernel]
+executor = "replay"
+format = "csv"
+objective = "time"
+design_columns = ["tile", "unroll"]
+files = { size = { small = "small.csv", large = "large.csv" } }
+
+[objectives]
+time = "minimize"
+
+[sampling]
+budget = 16
+method = "random"
+
+[trees]
+prefix = "tiny"
+"""
+
+
+def _tiny_replay(folder: Path) -> Path:
+    """A replay config of two input values over 6 x 2 configurations, each value with its own
+    optimum (``tile`` 2 at ``small``, 32 at ``large``)."""
+    tiles = [1, 2, 4, 8, 16, 32]
+    for value, best in (("small", 2), ("large", 32)):
+        rows = [
+            {"tile": t, "unroll": u, "time": 1.0 + abs(math.log2(t / best)) + 0.5 * (u == "no")}
+            for t in tiles
+            for u in ("yes", "no")
+        ]
+        pd.DataFrame(rows).to_csv(folder / f"{value}.csv", index=False)
+    path = folder / "my kernel.toml"
+    path.write_text(TINY_CONFIG, encoding="utf-8")
+    return path
+
+
+def test_a_replay_config_of_ones_own_is_a_case(tmp_path, monkeypatch):
+    monkeypatch.delenv("MLKAPS_GPU_DATA", raising=False)  # not needed for one's own data
+    config = _tiny_replay(tmp_path)
+    results = tmp_path / "results"
+    argv = ["--config", str(config), "--budgets", "6", "--seeds", "1", "--tools", "project"]
+    argv += ["random_search", "--results", str(results), "--workdir", str(tmp_path / "work")]
+    assert bench.main(argv) == 0
+    table = pd.read_csv(results / "bench_peers_my_kernel.csv")
+    header = table[table["tool"] == bench.HEADER]
+    assert sorted(header["input"]) == ["large", "small"]
+    assert header["n_evaluated"].sum() == 12  # one campaign of B = 2 b
+    assert (table["fraction"].between(0, 1)).all() and (header["status"] == "ok").all()
+    exact = table[table["tool"] == bench.RANDOM].set_index("input")["fraction"]
+    times = 1.0 + np.abs(np.log2(np.array([1, 2, 4, 8, 16, 32]) / 2))
+    times = np.concatenate([times, times + 0.5])  # small: 12 configurations, optimum 1.0
+    assert exact["small"] == pytest.approx(_brute_force(times, 6))
+    text = (results / "bench_peers_my_kernel.md").read_text()
+    assert text.startswith("# bench_peers: my_kernel")
+    assert "`my kernel.toml` stripped to the problem" in text
+    assert "sampling.method" in text  # the stripped method setting is listed
+
+
+@pytest.mark.parametrize(
+    ("kernel", "message"),
+    [
+        ('[kernel]\nexecutor = "python"\n', "must be a replay kernel"),
+        ('[kernel]\nexecutor = "replay"\nfiles = "one.csv"\n', "must be a replay kernel"),
+        ("[kernel\n", "not valid TOML"),
+    ],
+)
+def test_a_config_that_is_no_replay_is_refused(kernel, message, tmp_path, capsys):
+    path = tmp_path / "mine.toml"
+    path.write_text(kernel, encoding="utf-8")
+    assert bench.main(["--config", str(path), "--results", str(tmp_path / "out")]) == 2
+    error = capsys.readouterr().err
+    assert "mine.toml" in error and message in error
+    assert not (tmp_path / "out").exists()  # nothing written
+
+
+def test_a_replay_config_with_bad_data_or_both_options_is_refused(tmp_path, capsys):
+    config = _tiny_replay(tmp_path)
+    (tmp_path / "large.csv").write_text("tile,time\n1,2.0\n", encoding="utf-8")
+    assert bench.main(["--config", str(config), "--results", str(tmp_path / "out")]) == 2
+    assert "large.csv: missing column(s) 'unroll'" in capsys.readouterr().err
+    assert bench.main(["--config", str(config), "--case", "syr2k"]) == 2
+    assert "not both" in capsys.readouterr().err
+    assert bench.main(["--config", str(tmp_path / "absent.toml")]) == 2
+    assert "absent.toml: cannot be read" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize("argv", [["--seeds", "0"], ["--first-seed", "-1"]])
 def test_seed_options_out_of_range_are_refused(argv, monkeypatch, capsys):
     monkeypatch.setenv("MLKAPS_GPU_DATA", "unused")
