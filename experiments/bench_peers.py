@@ -663,15 +663,7 @@ def load_case(
         raise CaseError(str(error)) from None
     kernel = config.kernel
     assert isinstance(kernel.files, dict)
-    options: dict[str, Any] = {}
-    if kernel.design_columns:
-        options["design_columns"] = kernel.design_columns
-    if kernel.format == "csv":
-        options["objective_column"] = kernel.objective_column
-        options["failure_values"] = tuple(kernel.failure_values)
-    if kernel.key_suffix:
-        options["key_suffix"] = kernel.key_suffix
-        options["suffix_keys"] = tuple(kernel.suffix_keys or ())
+    options = kernel.replay_options()
     try:
         executor = ReplayExecutor.from_files(
             kernel.files, format=kernel.format, objective=kernel.objective, **options

@@ -136,15 +136,7 @@ def _replay_executor(config: CampaignConfig) -> tuple[Executor, list[Parameter],
 
     label = config.path.name
     kernel = config.kernel
-    options: dict[str, Any] = {}
-    if kernel.design_columns:
-        options["design_columns"] = kernel.design_columns
-    if kernel.format == "csv":
-        options["objective_column"] = kernel.objective_column
-        options["failure_values"] = tuple(kernel.failure_values)
-    if kernel.key_suffix:
-        options["key_suffix"] = kernel.key_suffix
-        options["suffix_keys"] = tuple(kernel.suffix_keys or ())
+    options = kernel.replay_options()
     assert kernel.files is not None  # required for replay by the config model
     try:
         executor = ReplayExecutor.from_files(

@@ -470,6 +470,20 @@ class KernelSettings(SettingsModel):
                     )
                 seen.add(name)
 
+    def replay_options(self) -> dict[str, Any]:
+        """The loader options of a replay kernel (``ReplayExecutor.from_files`` keywords besides
+        ``format`` and ``objective``): CSV columns and failure markers, a cache's key suffix."""
+        options: dict[str, Any] = {}
+        if self.format == "csv":
+            options["objective_column"] = self.objective_column
+            options["failure_values"] = tuple(self.failure_values)
+            if self.design_columns:
+                options["design_columns"] = list(self.design_columns)
+        if self.key_suffix:
+            options["key_suffix"] = self.key_suffix
+            options["suffix_keys"] = tuple(self.suffix_keys or ())
+        return options
+
     def passed_design(self) -> dict[str, str]:
         """cffi ``source``: the design parameters passed to the kernel, each with the key that
         passes it (``macros``, ``runtime`` or ``threads``)."""

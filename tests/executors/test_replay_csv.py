@@ -115,3 +115,35 @@ def test_real_syr2k(replay_data, name, failed, best):
     assert table.tune_params["p5"] == [4, 8, 16, 20, 32, 50, 64, 80, 100, 128, 256]
     # In XL the failure marker 1.0 would otherwise be the fastest run (the true best is 1.53 s).
     assert table.best() == pytest.approx(best)
+
+
+@pytest.mark.parametrize("key", ["failure_values = [1.0]", 'objective_column = "t"'])
+def test_csv_keys_are_refused_for_kernel_tuner_caches(tmp_path: Path, key: str):
+    from mlkaps_gpu.campaign import ConfigError, parse_config
+
+    (tmp_path / "a.json").write_text("{}")
+    text = (
+        '[campaign]\nname = "c"\n[kernel]\nexecutor = "replay"\nfiles = "a.json"\n'
+        f'{key}\n[objectives]\ntime = "minimize"\n[sampling]\nbudget = 10\n'
+    )
+    with pytest.raises(ConfigError, match=r'applies only to format = "csv"'):
+        parse_config(text, path=tmp_path / "c.toml", label="c.toml")
+
+
+def test_csv_keys_of_the_config_reach_the_loader(tmp_path: Path):
+    from mlkaps_gpu.campaign import parse_config
+
+    (tmp_path / "t.csv").write_text("tile,seconds\n4,9.0\n8,2.0\n")
+    text = (
+        '[campaign]\nname = "c"\n[kernel]\nexecutor = "replay"\nformat = "csv"\n'
+        'files = "t.csv"\ndesign_columns = ["tile"]\nobjective_column = "seconds"\n'
+        'failure_values = [9.0]\n[objectives]\ntime = "minimize"\n[sampling]\nbudget = 10\n'
+    )
+    kernel = parse_config(text, path=tmp_path / "c.toml", label="c.toml").kernel
+    assert kernel.replay_options() == {
+        "objective_column": "seconds",
+        "failure_values": (9.0,),
+        "design_columns": ["tile"],
+    }
+    table = load_replay_csv(tmp_path / "t.csv", **kernel.replay_options())
+    assert table.records["status"].tolist() == ["runtime_error", "ok"]
