@@ -636,7 +636,7 @@ def load_case(
     """Read the case's config (``path``: a user's replay config instead of a built-in case's),
     strip it to the problem, apply the overrides, load the data (only the input ``values``
     when given; ``separately``: one project campaign per value)."""
-    from mlkaps_gpu.campaign import ConfigError, parse_config
+    from mlkaps_gpu.campaign import ConfigError, parse_config, prepare
     from mlkaps_gpu.executors import OK, ReplayExecutor
 
     path = CONFIGS[name] if path is None else path
@@ -657,19 +657,13 @@ def load_case(
             'per value (executor = "replay", files = {gpu = {A100 = "a100.json.gz", ...}}; '
             "one value is enough), since the peers are scored on the replayed data"
         )
-    try:
+    try:  # the campaign's own checks and executor: errors name the file and the key
         config = parse_config(to_toml(stripped), path=path, label=path.name)
+        executor = prepare(config).executor
     except ConfigError as error:
         raise CaseError(str(error)) from None
     kernel = config.kernel
-    assert isinstance(kernel.files, dict)
-    options = kernel.replay_options()
-    try:
-        executor = ReplayExecutor.from_files(
-            kernel.files, format=kernel.format, objective=kernel.objective, **options
-        )
-    except ValueError as error:  # the replay's data errors name the file and what is wrong
-        raise CaseError(f"{path.name}: {error}") from None
+    assert isinstance(executor, ReplayExecutor) and isinstance(kernel.files, dict)
     ((input_name, files),) = kernel.files.items()
     landscapes = []
     domains = {p.name: [_py(v) for v in p.domain_values()] for p in executor.design_parameters()}
