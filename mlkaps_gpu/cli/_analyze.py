@@ -24,12 +24,15 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "difficulty",
         help="fitness flow graph, local minima and PageRank centrality of an exhaustive space",
     )
-    difficulty.add_argument("data", type=Path, help="Kernel Tuner cache (.json[.gz]) or CSV")
+    difficulty.add_argument(
+        "data", type=Path, help="Kernel Tuner cache or T4 results (.json[.gz]), or CSV"
+    )
     difficulty.add_argument(
         "--format",
-        choices=["auto", "kernel_tuner", "csv"],
+        choices=["auto", "kernel_tuner", "t4", "csv"],
         default="auto",
-        help="file format (auto: csv for *.csv, else Kernel Tuner cache)",
+        help="file format (auto: csv for *.csv, T4 results for JSON with a 'results' list, "
+        "else Kernel Tuner cache)",
     )
     difficulty.add_argument(
         "--design-columns",
@@ -125,14 +128,19 @@ def _difficulty(args: argparse.Namespace) -> int:
 
 
 def _load(args: argparse.Namespace) -> Any:
-    from mlkaps_gpu.executors import load_kernel_tuner_cache, load_replay_csv
+    from mlkaps_gpu.executors import (
+        load_kernel_tuner_cache,
+        load_replay_csv,
+        load_t4_results,
+        replay_format,
+    )
 
     path: Path = args.data
-    kind = args.format
-    if kind == "auto":
-        kind = "csv" if path.suffix.lower() == ".csv" else "kernel_tuner"
+    kind = replay_format(path) if args.format == "auto" else args.format
     if kind == "kernel_tuner":
         return load_kernel_tuner_cache(path)
+    if kind == "t4":
+        return load_t4_results(path)
     if args.design_columns:
         columns = [c.strip() for c in args.design_columns.split(",") if c.strip()]
     else:

@@ -31,6 +31,7 @@ from mlkaps_gpu.executors._settings import (
     KernelSettings,
     expand_path,
 )
+from mlkaps_gpu.executors._t4 import load_t4_results, replay_format
 from mlkaps_gpu.executors._timing import (
     TimingPolicy,
     TimingSummary,
@@ -80,5 +81,7 @@ __all__ = [
     "kernel_tuner_cache",
     "load_kernel_tuner_cache",
     "load_replay_csv",
+    "load_t4_results",
+    "replay_format",
     "told_results",
 ]

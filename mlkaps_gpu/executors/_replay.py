@@ -1,11 +1,12 @@
 """Replay executor: looks measured objectives up in recorded tables instead of running a kernel.
 
-Built from one table (Kernel Tuner cache or CSV table, see ``_kernel_tuner_cache`` and
-``_replay_data``), or from a mapping ``{input_name: {input_value: table}}`` in which one input
-parameter selects the table (e.g. ``{"gpu": {"A100": cache_a100, "W6600": cache_w6600}}``).
-A configuration absent from the data is an ``invalid`` result (it still counts as an
-evaluation); recorded failures keep their status. Since the tables are exhaustive, the true
-optimum of each input is known (:meth:`ReplayExecutor.optimum`).
+Built from one table (Kernel Tuner cache, CSV table or T4 results file, see
+``_kernel_tuner_cache``, ``_replay_data`` and ``_t4``), or from a mapping
+``{input_name: {input_value: table}}`` in which one input parameter selects the table (e.g.
+``{"gpu": {"A100": cache_a100, "W6600": cache_w6600}}``). A configuration absent from the data
+is an ``invalid`` result (it still counts as an evaluation); recorded failures keep their
+status. Since the tables are exhaustive, the true optimum of each input is known
+(:meth:`ReplayExecutor.optimum`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from mlkaps_gpu.executors._replay_data import (
     normalise_values,
     value_kind,
 )
+from mlkaps_gpu.executors._t4 import load_t4_results
 from mlkaps_gpu.space import Parameter
 
 #: Message of a result whose configuration the replay data does not contain.
@@ -173,7 +175,7 @@ class ReplayExecutor(Executor):
         cls,
         files: str | os.PathLike[str] | Mapping[str, Mapping[Any, TableSource]],
         *,
-        format: Literal["kernel_tuner", "csv"] = "kernel_tuner",
+        format: Literal["kernel_tuner", "csv", "t4"] = "kernel_tuner",
         objective: str = "time",
         **loader_options: Any,
     ) -> ReplayExecutor:
@@ -181,12 +183,13 @@ class ReplayExecutor(Executor):
 
         Args:
             files: one path, or ``{input_name: {input_value: path_or_loaded_table}}``.
-            format: ``"kernel_tuner"`` (cache files) or ``"csv"`` (:func:`load_replay_csv`).
+            format: ``"kernel_tuner"`` (cache files), ``"csv"`` (:func:`load_replay_csv`) or
+                ``"t4"`` (T4 results files, :func:`load_t4_results`).
             objective: objective name (cache field; for CSV, the name given to the measured
                 column, which ``objective_column`` names in the file).
             **loader_options: passed to the loader of every file (``key_suffix``,
                 ``suffix_keys`` for caches; ``design_columns``, ``objective_column``,
-                ``failure_values``, ``duplicates`` for CSV).
+                ``failure_values``, ``duplicates`` for CSV; ``duplicates`` for T4).
         """
 
         def load(source: TableSource) -> ReplayTable:
@@ -198,6 +201,8 @@ class ReplayExecutor(Executor):
                 if "design_columns" not in loader_options:
                     raise ExecutorError("ReplayExecutor.from_files: csv needs design_columns=")
                 return load_replay_csv(source, objective=objective, **loader_options)
+            if format == "t4":
+                return load_t4_results(source, objective=objective, **loader_options)
             raise ExecutorError(f"ReplayExecutor.from_files: unknown format {format!r}")
 
         if isinstance(files, Mapping):

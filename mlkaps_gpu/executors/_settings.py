@@ -240,10 +240,17 @@ class KernelSettings(SettingsModel):
         ),
         json_schema_extra={"allowed": 'a path, or a table {input = {value = "path", ...}}'},
     )
-    format: Literal["kernel_tuner", "csv"] = Field(
-        default="kernel_tuner", description="replay: Kernel Tuner cache files or CSV tables."
+    format: Literal["kernel_tuner", "csv", "t4"] = Field(
+        default="kernel_tuner",
+        description=(
+            "replay: Kernel Tuner cache files, CSV tables, or T4 results files (the common "
+            "results format of auto-tuners; the objective is the measurement named `objective`)."
+        ),
     )
-    objective: str = Field(default="time", description="replay: the data's objective column.")
+    objective: str = Field(
+        default="time",
+        description="replay: the data's objective (cache field, CSV column or T4 measurement).",
+    )
     design_columns: list[str] | None = Field(
         default=None, description="replay (csv): the columns that are design parameters."
     )
@@ -391,6 +398,12 @@ class KernelSettings(SettingsModel):
                 raise SettingError(key, f'missing: executor = "{kind}" needs it')
         if self.suffix_keys is not None and self.key_suffix is None:
             raise SettingError("suffix_keys", "needs key_suffix", self.suffix_keys)
+        if kind == "replay" and self.format != "kernel_tuner" and self.key_suffix is not None:
+            raise SettingError(
+                "key_suffix",
+                'applies only to format = "kernel_tuner" (cache keys)',
+                self.key_suffix,
+            )
         if kind == "replay" and self.format != "csv":
             for key in ("design_columns", "objective_column", "failure_values"):
                 if key in self.model_fields_set:

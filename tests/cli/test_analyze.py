@@ -51,6 +51,35 @@ def test_difficulty_of_a_cache(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert plot.stat().st_size > 0
 
 
+def test_difficulty_of_t4_results_is_the_same_as_of_the_cache(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cache = tmp_path / "tiny.json.gz"
+    write_cache(cache)
+    entries = json.loads(gzip.decompress(cache.read_bytes()))["cache"].values()
+    results = []
+    for entry in entries:
+        value = entry["time"]
+        failed = isinstance(value, str)
+        results.append(
+            {
+                "configuration": {"bx": entry["bx"], "by": entry["by"]},
+                "times": {"runtimes": entry.get("times", [])},
+                "invalidity": "runtime" if failed else "correct",
+                "correctness": 0 if failed else 1,
+                "measurements": [{"name": "time", "value": value, "unit": "ms"}],
+            }
+        )
+    t4 = tmp_path / "tiny_t4.json"
+    t4.write_text(json.dumps({"schema_version": "1.0.0", "results": results}))
+    summaries = []
+    for path in (cache, t4):  # --format auto tells them apart by their content
+        assert analyze(["difficulty", str(path), "--json", "--max-percent", "3"]) == 0
+        summaries.append(json.loads(capsys.readouterr().out))
+    assert summaries[0]["nodes"] == summaries[1]["nodes"] == 5
+    assert summaries[0] == {**summaries[1], "data": summaries[0]["data"]}
+
+
 def test_difficulty_of_a_csv_as_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "table.csv"
     rows = ["p1,p0,objective", "a,1,2.0", "a,2,1.2", "b,1,0.5", "b,2,3.0", "c,1,1.1"]

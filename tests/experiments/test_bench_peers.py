@@ -445,25 +445,45 @@ prefix = "tiny"
 """
 
 
-def _tiny_replay(folder: Path) -> Path:
+def _tiny_replay(folder: Path, format: str = "csv") -> Path:
     """A replay config of two input values over 6 x 2 configurations, each value with its own
-    optimum (``tile`` 2 at ``small``, 32 at ``large``)."""
+    optimum (``tile`` 2 at ``small``, 32 at ``large``), as CSV tables or T4 results files."""
     tiles = [1, 2, 4, 8, 16, 32]
+    config = TINY_CONFIG
     for value, best in (("small", 2), ("large", 32)):
         rows = [
             {"tile": t, "unroll": u, "time": 1.0 + abs(math.log2(t / best)) + 0.5 * (u == "no")}
             for t in tiles
             for u in ("yes", "no")
         ]
-        pd.DataFrame(rows).to_csv(folder / f"{value}.csv", index=False)
+        if format == "csv":
+            pd.DataFrame(rows).to_csv(folder / f"{value}.csv", index=False)
+            continue
+        results = [
+            {
+                "configuration": {"tile": row["tile"], "unroll": row["unroll"]},
+                "times": {"runtimes": [row["time"]]},
+                "invalidity": "correct",
+                "correctness": 1,
+                "measurements": [{"name": "time", "value": row["time"], "unit": "s"}],
+            }
+            for row in rows
+        ]
+        document = {"schema_version": "1.0.0", "results": results}
+        (folder / f"{value}.json").write_text(json.dumps(document), encoding="utf-8")
+        config = config.replace(f"{value}.csv", f"{value}.json")
+    if format == "t4":
+        config = config.replace('format = "csv"', 'format = "t4"')
+        config = config.replace('design_columns = ["tile", "unroll"]\n', "")
     path = folder / "my kernel.toml"
-    path.write_text(TINY_CONFIG, encoding="utf-8")
+    path.write_text(config, encoding="utf-8")
     return path
 
 
-def test_a_replay_config_of_ones_own_is_a_case(tmp_path, monkeypatch):
+@pytest.mark.parametrize("format", ["csv", "t4"])
+def test_a_replay_config_of_ones_own_is_a_case(tmp_path, monkeypatch, format):
     monkeypatch.delenv("MLKAPS_GPU_DATA", raising=False)  # not needed for one's own data
-    config = _tiny_replay(tmp_path)
+    config = _tiny_replay(tmp_path, format)
     results = tmp_path / "results"
     argv = ["--config", str(config), "--budgets", "6", "--seeds", "1", "--tools", "project"]
     argv += ["random_search", "--results", str(results), "--workdir", str(tmp_path / "work")]
