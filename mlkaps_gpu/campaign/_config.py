@@ -34,6 +34,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     ValidationError,
     ValidationInfo,
     field_validator,
@@ -55,6 +56,7 @@ from mlkaps_gpu.space import (
     check_distinct,
     check_identifier,
     describe_allowed,
+    load_t1,
 )
 from mlkaps_gpu.surrogate import SurrogateSettings
 from mlkaps_gpu.trees import TreesSettings
@@ -131,9 +133,39 @@ class DesignSection(SettingsModel):
         json_schema_extra={"allowed": f"a list of up to {MAX_CONSTRAINTS} strings"},
     )
 
+    t1: str | None = Field(
+        default=None,
+        description=(
+            "A T1 search-space description (`.json`, the auto-tuning community's input format, "
+            "e.g. published beside T4 results or Kernel Tuner caches) whose `Conditions` are "
+            "added to `constraints`, translated as Kernel Tuner restrictions (`x in [a, b]`, "
+            "`True`); `${VAR}` is expanded, a relative path is relative to the configuration "
+            "file. Its parameters are not taken: they come from the data (replay) or the tables "
+            "of this section."
+        ),
+        json_schema_extra={"allowed": "a path to a T1 JSON file"},
+    )
+
+    _t1_constraints: tuple[str, ...] = PrivateAttr(default=())
+
+    @model_validator(mode="after")
+    def _read_t1(self, info: ValidationInfo) -> DesignSection:
+        if self.t1 is not None:
+            base = Path((info.context or {}).get("base") or Path.cwd())
+            path = expand_path(self.t1, "t1", base)
+            try:
+                self._t1_constraints = load_t1(path).constraints
+            except SpaceError as error:
+                raise SettingError("t1", str(error), self.t1) from None
+        return self
+
     def parameters(self) -> dict[str, ParameterSpec]:
         """The design parameter tables, by name."""
         return dict(self.__pydantic_extra__ or {})
+
+    def all_constraints(self) -> list[str]:
+        """``constraints``, then the T1 file's conditions."""
+        return [*self.constraints, *self._t1_constraints]
 
 
 class TransferSettings(SettingsModel):
@@ -295,7 +327,7 @@ def _campaign_config(model: ConfigFile, text: str, path: Path, label: str) -> Ca
         design_specs={
             n: s.model_dump(exclude_unset=True) for n, s in model.design.parameters().items()
         },
-        constraints=list(model.design.constraints),
+        constraints=model.design.all_constraints(),
         objectives=dict(model.objectives) or {"time": "minimize"},
         sampling=model.sampling,
         surrogate=model.surrogate,

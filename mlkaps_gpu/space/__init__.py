@@ -23,6 +23,7 @@ from mlkaps_gpu.space._settings import (
     is_finite_number,
 )
 from mlkaps_gpu.space._space import NEIGHBOUR_KINDS, Space, nearest_codes
+from mlkaps_gpu.space._t1 import T1SearchSpace, load_t1
 
 __all__ = [
     "nearest_codes",
@@ -33,6 +34,8 @@ __all__ = [
     "Parameter",
     "Space",
     "SpaceError",
+    "T1SearchSpace",
+    "load_t1",
     "parse_constraint",
     "parse_value",
     "INT64_MAX",
