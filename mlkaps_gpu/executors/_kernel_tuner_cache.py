@@ -154,10 +154,7 @@ def _entries(
     }
     n = len(cache)
     values: dict[str, list[Any]] = {key: [None] * n for key in file_keys}
-    times = np.full(n, np.nan)
-    status = np.full(n, OK, dtype=object)
-    message = np.full(n, "", dtype=object)
-    raw_times = np.full(n, "[]", dtype=object)
+    times, status, message, raw_times = empty_result_columns(n)
     for i, (cache_key, entry) in enumerate(cache.items()):
         if not isinstance(entry, dict):
             raise ReplayDataError(f"{name}: cache entry {cache_key!r} is not an object")
@@ -180,6 +177,16 @@ def _entries(
             raw_times[i] = _raw_times(entry.get("times"), value)
     results = {"time": times, "status": status, "message": message, "raw_times": raw_times}
     return values, results
+
+
+def empty_result_columns(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The objective (NaN), ``status`` (ok), ``message`` and ``raw_times`` columns of ``n``
+    entries, to be filled in."""
+    times = np.full(n, np.nan)
+    status = np.full(n, OK, dtype=object)
+    message = np.full(n, "", dtype=object)
+    raw_times = np.full(n, "[]", dtype=object)
+    return times, status, message, raw_times
 
 
 def _raw_times(measured: Any, value: float) -> str:

@@ -42,6 +42,7 @@ from mlkaps_gpu.executors._kernel_tuner_cache import (
     _parameter_columns,
     _parse,
     _raw_times,
+    empty_result_columns,
 )
 from mlkaps_gpu.executors._replay_data import (
     RECORD_COLUMNS,
@@ -112,10 +113,7 @@ def load_t4_results(
         )
     n = len(results)
     values: dict[str, list[Any]] = {key: [None] * n for key in keys}
-    times = np.full(n, np.nan)
-    status = np.full(n, OK, dtype=object)
-    message = np.full(n, "", dtype=object)
-    raw_times = np.full(n, "[]", dtype=object)
+    times, status, message, raw_times = empty_result_columns(n)
     for i, entry in enumerate(results):
         configuration = entry["configuration"]
         for key in keys:

@@ -81,6 +81,21 @@ def translate_restriction(text: str) -> str:
     return ast.unparse(ast.fix_missing_locations(_Translator().visit(tree)))
 
 
+def checked_restriction(text: str, parameters: Mapping[str, Parameter], where: str) -> str:
+    """A restriction translated (:func:`translate_restriction`) and parsed against
+    ``parameters``.
+
+    Raises:
+        SpaceError: ``where``, the text and why it cannot be used.
+    """
+    try:
+        translated = translate_restriction(text)
+        parse_constraint(translated, parameters)
+    except (SyntaxError, ValueError, ConstraintError) as error:
+        raise SpaceError(f"{where} {text!r}: {error}") from None
+    return translated
+
+
 def _restriction_texts(restrictions: Any) -> list[str]:
     if restrictions is None:
         return []
@@ -126,12 +141,7 @@ def space_from_kernel_tuner(
     parameters = {p.name: p for p in [*inputs, *design]}
     constraints: list[str] = []
     for index, text in enumerate(_restriction_texts(restrictions)):
-        try:
-            translated = translate_restriction(text)
-            parse_constraint(translated, parameters)
-        except (SyntaxError, ValueError, ConstraintError) as error:
-            raise SpaceError(f"restrictions[{index}] {text!r}: {error}") from None
-        constraints.append(translated)
+        constraints.append(checked_restriction(text, parameters, f"restrictions[{index}]"))
     present = [name for name in block_size_names if name in parameters]
     if max_threads is not None and present:
         constraints.append(f"{' * '.join(present)} <= {int(max_threads)}")

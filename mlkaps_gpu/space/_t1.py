@@ -28,8 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mlkaps_gpu.space._constraints import ConstraintError, parse_constraint
-from mlkaps_gpu.space._kernel_tuner import _parameter, translate_restriction
+from mlkaps_gpu.space._kernel_tuner import _parameter, checked_restriction
 from mlkaps_gpu.space._parameters import Parameter, SpaceError
 from mlkaps_gpu.space._space import Space
 
@@ -91,12 +90,7 @@ def load_t1(path: str | os.PathLike[str]) -> T1SearchSpace:
         text = entry.get("Expression") if isinstance(entry, dict) else None
         if not isinstance(text, str):
             raise SpaceError(f"{where}: needs an 'Expression' string")
-        try:
-            translated = translate_restriction(text)
-            parse_constraint(translated, known)
-        except (SyntaxError, ValueError, ConstraintError) as error:
-            raise SpaceError(f"{where} {text!r}: {error}") from None
-        constraints.append(translated)
+        constraints.append(checked_restriction(text, known, where))
     return T1SearchSpace(path=file, parameters=tuple(parameters), constraints=tuple(constraints))
 
 
