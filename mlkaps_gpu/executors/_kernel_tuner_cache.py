@@ -92,7 +92,7 @@ def load_kernel_tuner_cache(
     """
     file = check_file(path)
     name = file.name
-    data = _parse(file.read_bytes(), name)
+    data = parse_json_bytes(file.read_bytes(), name)
     cache, file_keys, raw_params = _layout(data, name)
     suffix_values = _suffix(name, key_suffix, suffix_keys, file_keys)
     keys = tuple(file_keys) + tuple(suffix_values)
@@ -102,7 +102,7 @@ def load_kernel_tuner_cache(
             f"{name}: parameter name(s) {sorted(clash)} clash with result columns"
         )
     values, results = _entries(cache, file_keys, raw_params, objective, name)
-    columns, tune_params = _parameter_columns(values, raw_params, suffix_values, len(cache), name)
+    columns, tune_params = parameter_columns(values, raw_params, suffix_values, len(cache), name)
     columns.update({objective: results.pop("time"), **results})
     return KernelTunerCache(
         path=file,
@@ -174,7 +174,7 @@ def _entries(
         status[i], message[i], value = _outcome(entry, objective)
         if status[i] == OK:
             times[i] = value
-            raw_times[i] = _raw_times(entry.get("times"), value)
+            raw_times[i] = raw_times_text(entry.get("times"), value)
     results = {"time": times, "status": status, "message": message, "raw_times": raw_times}
     return values, results
 
@@ -189,7 +189,7 @@ def empty_result_columns(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np
     return times, status, message, raw_times
 
 
-def _raw_times(measured: Any, value: float) -> str:
+def raw_times_text(measured: Any, value: float) -> str:
     if isinstance(measured, list) and measured:
         try:
             return encode_times(measured)
@@ -198,7 +198,7 @@ def _raw_times(measured: Any, value: float) -> str:
     return encode_times([value])
 
 
-def _parameter_columns(
+def parameter_columns(
     values: dict[str, list[Any]],
     raw_params: dict[str, Any],
     suffix_values: dict[str, Any],
@@ -226,7 +226,7 @@ def _parameter_columns(
 
 
 # ------------------------------------------------------------------------------------ helpers
-def _parse(raw: bytes, name: str) -> Any:
+def parse_json_bytes(raw: bytes, name: str) -> Any:
     """Decompress (when gzip) and parse, repairing an unfinished (appended-to) file."""
     if raw[:2] == _GZIP_MAGIC:
         try:
@@ -287,14 +287,22 @@ def _outcome(entry: Mapping[str, Any], objective: str) -> tuple[str, str, float]
     if "__error__" in entry:
         error = entry["__error__"]
         text = error if isinstance(error, str) else json.dumps(error)
-        return ERROR_STATUSES.get(text, RUNTIME_ERROR), _one_line(text), math.nan
+        return ERROR_STATUSES.get(text, RUNTIME_ERROR), one_line(text), math.nan
     for field in dict.fromkeys((objective, "time")):
         value = entry.get(field)
         if isinstance(value, str):
-            return ERROR_STATUSES.get(value, RUNTIME_ERROR), _one_line(value), math.nan
+            return ERROR_STATUSES.get(value, RUNTIME_ERROR), one_line(value), math.nan
     value = entry.get(objective)
     if value is None:
         return RUNTIME_ERROR, f"no {objective!r} value recorded", math.nan
+    return value_outcome(value, objective)
+
+
+def value_outcome(value: Any, objective: str) -> tuple[str, str, float]:
+    """(status, message, objective value) of one recorded value: Kernel Tuner's error strings,
+    non-numbers, non-finite numbers and its old failure marker are failures."""
+    if isinstance(value, str):
+        return ERROR_STATUSES.get(value, RUNTIME_ERROR), one_line(value), math.nan
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return RUNTIME_ERROR, f"{objective!r} is not a number ({value!r})", math.nan
     number = float(value)
@@ -347,5 +355,5 @@ def _parse_token(token: str) -> Any:
         return text
 
 
-def _one_line(text: str) -> str:
+def one_line(text: str) -> str:
     return " ".join(str(text).split())

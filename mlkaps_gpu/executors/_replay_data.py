@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -100,6 +100,28 @@ def make_records(columns: dict[str, Any]) -> pd.DataFrame:
         for name, values in ((name, np.asarray(v)) for name, v in columns.items())
     }
     return pd.DataFrame(series)
+
+
+def drop_duplicates(
+    records: pd.DataFrame,
+    keys: Sequence[str],
+    name: str,
+    duplicates: Literal["error", "first"],
+    where: Callable[[int], str],
+) -> pd.DataFrame:
+    """``records`` without configurations measured twice (``duplicates="first"``: the first
+    measurement is kept), or a ReplayDataError naming the file and the first repeat
+    (``where(position)``, e.g. ``line 9`` of a CSV, ``results[7]`` of a T4 file)."""
+    duplicated = records.duplicated(list(keys), keep="first").to_numpy()
+    if not duplicated.any():
+        return records
+    if duplicates == "error":
+        first = int(np.flatnonzero(duplicated)[0])
+        raise ReplayDataError(
+            f"{name}: {int(duplicated.sum())} configuration(s) appear more than once (first "
+            f"repeat: {where(first)}); pass duplicates='first' to keep the first measurement"
+        )
+    return records.loc[~duplicated].reset_index(drop=True)
 
 
 def unique_in_order(values: Iterable[Any]) -> list[Any]:
@@ -221,16 +243,9 @@ def load_replay_csv(
     columns[objective], columns["status"], columns["message"], columns["raw_times"] = (
         _measured_columns(frame[objective_column], objective_column, failure_values)
     )
-    records = make_records(columns)
-
-    duplicated = records.duplicated(list(keys), keep="first")
-    if duplicated.any():
-        if duplicates == "error":
-            raise ReplayDataError(
-                f"{path.name}: {int(duplicated.sum())} configuration(s) appear more than once "
-                "(pass duplicates='first' to keep the first measurement)"
-            )
-        records = records.loc[~duplicated].reset_index(drop=True)
+    records = drop_duplicates(
+        make_records(columns), keys, path.name, duplicates, lambda row: f"line {row + 2}"
+    )
     return ReplayTable(
         path=path, keys=keys, tune_params=tune_params, objective=objective, records=records
     )

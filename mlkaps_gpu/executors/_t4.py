@@ -20,7 +20,8 @@ configuration is a failure when its ``invalidity`` is not ``correct`` (``compile
 ``compile_error``, ``runtime`` -> ``runtime_error``, ``timeout`` -> ``timeout``, ``correctness``
 and ``constraints`` -> ``invalid``), when its
 ``correctness`` is 0 (``invalid``: a wrong answer), or when the measurement is missing or not a
-finite number (Kernel Tuner writes its error string, e.g. ``"RuntimeFailedConfig"``, there).
+finite number below Kernel Tuner's old failure marker ``1e20`` (Kernel Tuner writes its error
+string, e.g. ``"RuntimeFailedConfig"``, there).
 The parameters are the ``configuration`` keys (every entry must have the same ones); their values
 are sorted (numbers ascending, text alphabetically), as for a CSV table. An unfinished file
 (written by appending) is repaired as a Kernel Tuner cache is.
@@ -33,22 +34,20 @@ import os
 from collections.abc import Mapping
 from typing import Any, Literal
 
-import numpy as np
-
 from mlkaps_gpu.executors._base import COMPILE_ERROR, INVALID, OK, RUNTIME_ERROR, TIMEOUT
 from mlkaps_gpu.executors._kernel_tuner_cache import (
-    ERROR_STATUSES,
-    _one_line,
-    _parameter_columns,
-    _parse,
-    _raw_times,
     empty_result_columns,
+    parameter_columns,
+    parse_json_bytes,
+    raw_times_text,
+    value_outcome,
 )
 from mlkaps_gpu.executors._replay_data import (
     RECORD_COLUMNS,
     ReplayDataError,
     ReplayTable,
     check_file,
+    drop_duplicates,
     make_records,
 )
 
@@ -78,7 +77,7 @@ def replay_format(path: str | os.PathLike[str]) -> Literal["kernel_tuner", "csv"
     if file.suffix.lower() == ".csv":
         return "csv"
     try:
-        data = _parse(file.read_bytes(), file.name)
+        data = parse_json_bytes(file.read_bytes(), file.name)
     except ReplayDataError:
         return "kernel_tuner"
     return "t4" if is_t4_document(data) else "kernel_tuner"
@@ -103,7 +102,7 @@ def load_t4_results(
     """
     file = check_file(path)
     name = file.name
-    data = _parse(file.read_bytes(), name)
+    data = parse_json_bytes(file.read_bytes(), name)
     results = _results(data, name)
     keys = _keys(results, name)
     clash = {objective, *RECORD_COLUMNS} & set(keys)
@@ -123,22 +122,14 @@ def load_t4_results(
             times[i] = value
             measured = entry.get("times")
             runs = measured.get("runtimes") if isinstance(measured, Mapping) else None
-            raw_times[i] = _raw_times(runs, value)
-    columns, observed = _parameter_columns(values, {}, {}, n, name)
+            raw_times[i] = raw_times_text(runs, value)
+    columns, observed = parameter_columns(values, {}, {}, n, name)
     tune_params = {key: sorted(listed) for key, listed in observed.items()}
     columns.update({objective: times, "status": status, "message": message})
     columns["raw_times"] = raw_times
-    records = make_records(columns)
-    duplicated = records.duplicated(list(keys), keep="first")
-    if duplicated.any():
-        if duplicates == "error":
-            first = int(np.flatnonzero(duplicated.to_numpy())[0])
-            raise ReplayDataError(
-                f"{name}: {int(duplicated.sum())} configuration(s) appear more than once "
-                f"(first repeat: results[{first}]); pass duplicates='first' to keep the first "
-                "measurement"
-            )
-        records = records.loc[~duplicated].reset_index(drop=True)
+    records = drop_duplicates(
+        make_records(columns), keys, name, duplicates, lambda index: f"results[{index}]"
+    )
     return ReplayTable(
         path=file, keys=keys, tune_params=tune_params, objective=objective, records=records
     )
@@ -208,12 +199,4 @@ def _outcome(
     if not found:
         names = sorted(str(m.get("name")) for m in measurements if isinstance(m, Mapping))
         return RUNTIME_ERROR, f"no {objective!r} measurement (has: {', '.join(names)})", math.nan
-    value = found[0].get("value")
-    if isinstance(value, str):
-        return ERROR_STATUSES.get(value, RUNTIME_ERROR), _one_line(value), math.nan
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return RUNTIME_ERROR, f"{objective!r} is not a number ({value!r})", math.nan
-    number = float(value)
-    if not math.isfinite(number):
-        return RUNTIME_ERROR, f"{objective!r} is {number}", math.nan
-    return OK, "", number
+    return value_outcome(found[0].get("value"), objective)
