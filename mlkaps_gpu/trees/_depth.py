@@ -123,7 +123,7 @@ def sweep_depths(
 ) -> DepthSweep:
     """Fit one selector per depth and choose the smallest depth within ``tolerance`` of the
     best mean regret (see the module docstring for ``measured_regret``). Depths past the first
-    whose trees stop short of their limit give the same trees and are skipped."""
+    whose trees stopped growing short of their limit give the same trees and are skipped."""
     depths = sorted({int(d) for d in depths})
     if not depths or depths[0] < 1:
         raise ValueError(f"depths must be positive integers, got {depths}")
@@ -136,17 +136,11 @@ def sweep_depths(
         selector.fit(optima, space.inputs, space.design, space=space, score=score, oracle=oracle)
         rows.append(_depth_row(depth, selector, oracle, measured_regret, tolerance))
         selectors[depth] = selector
-        previous = rows[-2] if len(rows) > 1 else None
-        if (
-            rows[-1]["actual_depth"] < depth
-            and previous is not None
-            and previous["actual_depth"] == rows[-1]["actual_depth"]
-            and previous["leaves"] == rows[-1]["leaves"]
-            and previous["mean_regret"] == rows[-1]["mean_regret"]
-        ):
-            # the same tree twice although allowed to grow: deeper limits change nothing (a
-            # single shallower tree is not enough evidence: greedy splits and sibling merges
-            # can give a shallow tree at one limit and a deeper, better one at the next)
+        if selector.grown_depth() < depth:
+            # the growth stopped on its own (pure or unsplittable nodes): deeper limits grow the
+            # same trees. The fitted model's own depth is no such evidence: sibling leaves with
+            # the same configuration are merged, so a partition that needs two more levels to
+            # pay off collapses to a shallow tree at one limit and not at the next
             break
     table = pd.DataFrame(rows)
     candidates = table

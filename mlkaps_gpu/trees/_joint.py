@@ -143,6 +143,16 @@ class JointSelector(Selector):
             ),
         )
 
+    def grown_depth(self) -> int:
+        """Depth of the partition as grown, before validity splits and before sibling leaves
+        with the same configuration were merged (a merged tree can be shallow while a deeper
+        limit still changes the partition)."""
+        self._check_fitted()
+        partition = self.tree_
+        if not isinstance(partition, TreeStructure):
+            partition = TreeStructure.from_sklearn(partition)
+        return partition.depth
+
     def _plan_leaves(
         self,
         structure: TreeStructure,

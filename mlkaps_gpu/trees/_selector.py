@@ -177,6 +177,12 @@ class Selector(abc.ABC):
         """The fitted decision model (trees and per-leaf outputs); raises if not fitted."""
         return self._check_fitted()
 
+    def grown_depth(self) -> int:
+        """Depth of the trees as grown, before any simplification of the fitted model. Where it
+        is below ``max_depth`` the growth stopped on its own, and any deeper limit grows the
+        same trees."""
+        return max(tree.depth for tree in self._check_fitted().trees)
+
     def _check_fitted(self) -> DecisionModel:
         model = getattr(self, "model_", None)
         if model is None:

@@ -122,3 +122,33 @@ def test_sweep_records_are_json_ready(sweep) -> None:
     assert isinstance(records[0]["leaves"], int)
     frame = pd.DataFrame(records)
     assert frame["depth"].tolist() == sweep.table["depth"].tolist()
+
+
+def test_sweep_goes_on_past_trees_that_collapse_to_one_leaf() -> None:
+    """One input value out of sixteen has its own optimum. Greedy splits that cannot lower the
+    regret yet peel one value at a time; until they reach it every leaf takes the common
+    configuration and the merged tree is one leaf at depth 1 and 2 alike. The sweep must not
+    take that for a tree that stopped growing."""
+    from mlkaps_gpu.space import Space
+    from mlkaps_gpu.space._parameters import Parameter
+
+    space = Space(
+        [Parameter("x", "int", low=0, high=15)],
+        [Parameter("variant", "categorical", values=("common", "special"))],
+    )
+
+    def cost(table: pd.DataFrame) -> np.ndarray:
+        special = (table["variant"] == "special").to_numpy()
+        at_five = (table["x"] == 5).to_numpy()
+        return np.where(at_five, np.where(special, 1.0, 1.2), np.where(special, 2.0, 1.0))
+
+    optima = pd.DataFrame(
+        {"x": np.arange(16), "variant": np.where(np.arange(16) == 5, "special", "common")}
+    ).astype({"variant": object})
+    sweep = sweep_depths(optima, space, cost, tolerance=0.0)
+    table = sweep.table.set_index("depth")
+    assert table.loc[1, "leaves"] == table.loc[2, "leaves"] == 1  # the collapse
+    assert len(table) > 2
+    assert table.loc[sweep.chosen, "mean_regret"] == 0.0
+    chosen = sweep.selector.select(pd.DataFrame({"x": np.arange(16)}))["variant"]
+    assert chosen.tolist() == optima["variant"].tolist()
