@@ -60,10 +60,13 @@ def measure(
     """Median time per point of each choice, ``rounds`` interleaved measurements."""
     executor = campaign.setup.executor
     names = campaign.space.names
+    tables = {
+        name: pd.concat([points, chosen.reset_index(drop=True)], axis=1)[names]
+        for name, chosen in choices.items()
+    }
     times: dict[str, list[np.ndarray]] = {name: [] for name in choices}
     for _ in range(rounds):
-        for name, chosen in choices.items():
-            table = pd.concat([points, chosen.reset_index(drop=True)], axis=1)[names]
+        for name, table in tables.items():
             times[name].append(executor.run(table)["time"].to_numpy(dtype=np.float64))
     return {name: np.median(np.vstack(rows), axis=0) for name, rows in times.items()}
 
@@ -123,6 +126,7 @@ def main() -> int:
         if name != "expert":
             table[f"{name}_speedup"] = medians["expert"] / medians[name]
     text = table.to_string(index=False, float_format=lambda v: f"{v:.3f}")
+    expert_labels = label(expert_table)
     for name in choices:
         if name == "expert":
             continue
@@ -131,7 +135,7 @@ def main() -> int:
             f"{name}: geomean {geomean(speedup):.3f}x over the expert on {len(table)} random "
             f"sizes; below 0.97x at {int((speedup < 0.97).sum())}, worst {speedup.min():.3f}x; "
             f"above 1.03x at {int((speedup > 1.03).sum())}; the expert's configuration at "
-            f"{int((table[name] == label(expert_table)[0]).sum())}"
+            f"{int((table[name] == expert_labels).sum())}"
         )
     print(text)
     print("\n".join(report))

@@ -8,6 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from mlkaps_gpu.space import Space
+from mlkaps_gpu.space._parameters import Parameter
 from mlkaps_gpu.trees import (
     JointSelector,
     PerParameterSelector,
@@ -129,9 +131,6 @@ def test_sweep_goes_on_past_trees_that_collapse_to_one_leaf() -> None:
     regret yet peel one value at a time; until they reach it every leaf takes the common
     configuration and the merged tree is one leaf at depth 1 and 2 alike. The sweep must not
     take that for a tree that stopped growing."""
-    from mlkaps_gpu.space import Space
-    from mlkaps_gpu.space._parameters import Parameter
-
     space = Space(
         [Parameter("x", "int", low=0, high=15)],
         [Parameter("variant", "categorical", values=("common", "special"))],
