@@ -115,11 +115,7 @@ class JointSelector(Selector):
         inverse = inverse.reshape(-1)
         by_frequency = np.argsort(-counts, kind="stable")
         self.tree_ = self._partition(features, codes, configurations[by_frequency], oracle)
-        structure = (
-            self.tree_
-            if isinstance(self.tree_, TreeStructure)
-            else TreeStructure.from_sklearn(self.tree_)
-        )
+        structure = self._partition_structure()
         plans, rows = self._plan_leaves(
             structure, features, codes, configurations, inverse, by_frequency, oracle, space
         )
@@ -148,10 +144,13 @@ class JointSelector(Selector):
         with the same configuration were merged (a merged tree can be shallow while a deeper
         limit still changes the partition)."""
         self._check_fitted()
-        partition = self.tree_
-        if not isinstance(partition, TreeStructure):
-            partition = TreeStructure.from_sklearn(partition)
-        return partition.depth
+        return self._partition_structure().depth
+
+    def _partition_structure(self) -> TreeStructure:
+        """The partition ``tree_`` as node arrays (read from scikit-learn's where it is one)."""
+        if isinstance(self.tree_, TreeStructure):
+            return self.tree_
+        return TreeStructure.from_sklearn(self.tree_)
 
     def _plan_leaves(
         self,

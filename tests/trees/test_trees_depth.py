@@ -8,8 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mlkaps_gpu.space import Space
-from mlkaps_gpu.space._parameters import Parameter
+from mlkaps_gpu.space import Parameter, Space
 from mlkaps_gpu.trees import (
     JointSelector,
     PerParameterSelector,
