@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy.stats import gmean
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _provenance import header, provenance  # noqa: E402
@@ -69,10 +70,6 @@ def measure(
         for name, table in tables.items():
             times[name].append(executor.run(table)["time"].to_numpy(dtype=np.float64))
     return {name: np.median(np.vstack(rows), axis=0) for name, rows in times.items()}
-
-
-def geomean(values: pd.Series) -> float:
-    return float(np.exp(np.log(values).mean()))
 
 
 def main() -> int:
@@ -132,7 +129,7 @@ def main() -> int:
             continue
         speedup = table[f"{name}_speedup"]
         report.append(
-            f"{name}: geomean {geomean(speedup):.3f}x over the expert on {len(table)} random "
+            f"{name}: geomean {gmean(speedup):.3f}x over the expert on {len(table)} random "
             f"sizes; below 0.97x at {int((speedup < 0.97).sum())}, worst {speedup.min():.3f}x; "
             f"above 1.03x at {int((speedup > 1.03).sum())}; the expert's configuration at "
             f"{int((table[name] == expert_labels).sum())}"
