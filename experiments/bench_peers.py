@@ -1011,6 +1011,26 @@ def machine() -> str:
     return f"{cores} cores, {model}; GPU: none (replayed measurements)"
 
 
+def provenance_lines(command: str) -> list[str]:
+    """The first lines of every results file of these scripts: command, commit, date, machine."""
+    return [
+        f"- command: `{command}`",
+        f"- commit: {git_commit()}",
+        f"- date: {_dt.datetime.now(_dt.UTC).strftime('%Y-%m-%d %H:%M UTC')}",
+        f"- machine: {machine()}",
+    ]
+
+
+def read_case_rows(path: Path, case: str) -> pd.DataFrame:
+    """The rows of ``case`` in a CSV this script wrote (ValueError naming the file when it is
+    not one)."""
+    table = pd.read_csv(path)
+    missing = {"tool", "case", "b", "seed", "input", "fraction"} - set(table.columns)
+    if missing:
+        raise ValueError(f"{path}: not a bench_peers CSV (no {', '.join(sorted(missing))})")
+    return table[table["case"] == case]
+
+
 def versions() -> str:
     parts = []
     for module in ("mlkaps_gpu", "kernel_tuner", "optuna", "lightgbm", "numpy"):
@@ -1273,10 +1293,7 @@ def report_case(
     lines = [
         f"# bench_peers: {case.name}",
         "",
-        f"- command: `{args.command_line}`",
-        f"- commit: {git_commit()}",
-        f"- date: {_dt.datetime.now(_dt.UTC).strftime('%Y-%m-%d %H:%M UTC')}",
-        f"- machine: {machine()}",
+        *provenance_lines(args.command_line),
         f"- versions: {versions()}",
         "- data: "
         + ", ".join(f"{land.value}: `{data_path_label(land.source)}`" for land in case.landscapes),

@@ -27,7 +27,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import shlex
 import sys
 from collections.abc import Sequence
@@ -49,11 +48,8 @@ def header_rows(paths: Sequence[Path], case: str, tool: str = bench.HEADER) -> p
     """One row per (b, seed, input) of ``tool`` in the files (the first file wins a repeat)."""
     tables = []
     for path in paths:
-        table = pd.read_csv(path)
-        missing = {"tool", "case", "b", "seed", "input", "fraction"} - set(table.columns)
-        if missing:
-            raise ValueError(f"{path}: not a bench_peers CSV (no {', '.join(sorted(missing))})")
-        tables.append(table[(table["case"] == case) & (table["tool"] == tool)])
+        table = bench.read_case_rows(path, case)
+        tables.append(table[table["tool"] == tool])
     rows = pd.concat(tables, ignore_index=True)
     if rows.empty:
         raise ValueError(f"no {tool!r} rows of case {case!r} in {', '.join(map(str, paths))}")
@@ -126,10 +122,7 @@ def report(base: pd.DataFrame, variant: pd.DataFrame, case: str, miss: float, co
     lines = [
         f"# paired_seeds: {case}",
         "",
-        f"- command: `{command}`",
-        f"- commit: {bench.git_commit()}",
-        f"- date: {_dt.datetime.now(_dt.UTC).strftime('%Y-%m-%d %H:%M UTC')}",
-        f"- machine: {bench.machine()}",
+        *bench.provenance_lines(command),
         "",
         "Header fraction of optimum (geomean over input values) per seed, variant minus base on "
         "the seeds both runs hold: mean ± standard error, 95 % t interval, seeds where the "

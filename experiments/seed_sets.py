@@ -28,7 +28,6 @@ Writes ``seed_sets_{case}.md`` to ``--results`` (default ``experiments/results``
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import shlex
 import sys
 from collections.abc import Sequence
@@ -51,11 +50,7 @@ def load_rows(header: Sequence[Path], peers: Sequence[Path], case: str) -> pd.Da
     tables = []
     for paths, keep_header in ((header, True), (peers, False)):
         for path in paths:
-            table = pd.read_csv(path)
-            missing = {"tool", "case", "b", "seed", "input", "fraction"} - set(table.columns)
-            if missing:
-                raise ValueError(f"{path}: not a bench_peers CSV (no {', '.join(sorted(missing))})")
-            table = table[table["case"] == case]
+            table = bench.read_case_rows(path, case)
             is_header = table["tool"] == bench.HEADER
             table = table[is_header if keep_header else ~is_header]
             tables.append(table[table["tool"] != bench.BEST_MEASURED])
@@ -110,10 +105,7 @@ def report(rows: pd.DataFrame, k: int, thresholds: Sequence[float], case: str, c
     lines = [
         f"# seed_sets: {case}",
         "",
-        f"- command: `{command}`",
-        f"- commit: {bench.git_commit()}",
-        f"- date: {_dt.datetime.now(_dt.UTC).strftime('%Y-%m-%d %H:%M UTC')}",
-        f"- machine: {bench.machine()}",
+        *bench.provenance_lines(command),
         "",
         "Per-seed fraction of optimum (geomean over input values), all seeds of the given files: "
         "mean ± standard error (seeds).",

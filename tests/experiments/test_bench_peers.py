@@ -4,13 +4,11 @@ the replay data tests skip when MLKAPS_GPU_DATA is unset."""
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import json
 import math
 import os
 import sqlite3
-import sys
 import tomllib
 from pathlib import Path
 
@@ -18,19 +16,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "experiments" / "bench_peers.py"
+from tests.experiments._scripts import load_script
 
-
-def _load():
-    spec = importlib.util.spec_from_file_location("bench_peers", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_peers"] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = _load()
+bench = load_script("bench_peers")
 
 
 @pytest.fixture

@@ -2,26 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "experiments" / "paired_seeds.py"
+from tests.experiments._scripts import load_script
 
-
-def _load():
-    spec = importlib.util.spec_from_file_location("paired_seeds", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["paired_seeds"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-paired_seeds = _load()
+paired_seeds = load_script("paired_seeds")
 bench = sys.modules["bench_peers"]
 
 

@@ -2,27 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
 import sys
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "experiments" / "seed_sets.py"
+from tests.experiments._scripts import load_script
 
-
-def _load():
-    spec = importlib.util.spec_from_file_location("seed_sets", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["seed_sets"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-seed_sets = _load()
+seed_sets = load_script("seed_sets")
 bench = sys.modules["bench_peers"]
 
 
