@@ -1021,6 +1021,19 @@ def provenance_lines(command: str) -> list[str]:
     ]
 
 
+def script_command(script: str, argv: Sequence[str] | None) -> str:
+    """The command line that ran ``experiments/<script>`` (``argv``: None for ``sys.argv``)."""
+    raw = list(sys.argv[1:] if argv is None else argv)
+    return f"python experiments/{script} " + shlex.join(raw)
+
+
+def require_files(parser: argparse.ArgumentParser, paths: Iterable[Path]) -> None:
+    """Exit 2 through ``parser`` naming the first of ``paths`` that is no file."""
+    for path in paths:
+        if not path.is_file():
+            parser.error(f"no such file: {path}")
+
+
 def read_case_rows(path: Path, case: str) -> pd.DataFrame:
     """The rows of ``case`` in a CSV this script wrote (ValueError naming the file when it is
     not one)."""
@@ -1460,8 +1473,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="one project campaign of b evaluations per input value, nothing shared",
     )
     args = parser.parse_args(argv)
-    raw = list(sys.argv[1:] if argv is None else argv)
-    args.command_line = "python experiments/bench_peers.py " + shlex.join(raw)
+    args.command_line = script_command("bench_peers.py", argv)
     if args.config is not None and args.case is not None:
         log("give --case (a built-in case) or --config (a replay config of yours), not both")
         return 2

@@ -27,7 +27,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -163,9 +162,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--name", default="", help="appended to the results file's name")
     parser.add_argument("--results", type=Path, default=RESULTS, help="output folder")
     args = parser.parse_args(argv)
-    for path in [*args.base, *args.variant]:
-        if not path.is_file():
-            parser.error(f"no such file: {path}")
+    bench.require_files(parser, [*args.base, *args.variant])
     try:
         base = header_rows(args.base, args.case)
         variant = header_rows(args.variant, args.case)
@@ -173,9 +170,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(str(error))
     if paired(base, variant).empty:
         parser.error("the two runs share no (b, seed): run the variant on the base's seeds")
-    command = "python experiments/paired_seeds.py " + shlex.join(
-        sys.argv[1:] if argv is None else list(argv)
-    )
+    command = bench.script_command("paired_seeds.py", argv)
     text = report(base, variant, args.case, args.miss, command)
     print(text)
     args.results.mkdir(parents=True, exist_ok=True)

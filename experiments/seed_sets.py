@@ -28,7 +28,6 @@ Writes ``seed_sets_{case}.md`` to ``--results`` (default ``experiments/results``
 from __future__ import annotations
 
 import argparse
-import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -170,16 +169,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.k < 1:
         parser.error(f"--k must be >= 1, got {args.k}")
-    for path in [*args.header, *args.peers]:
-        if not path.is_file():
-            parser.error(f"no such file: {path}")
+    bench.require_files(parser, [*args.header, *args.peers])
     try:
         rows = load_rows(args.header, args.peers, args.case)
     except ValueError as error:
         parser.error(str(error))
-    command = "python experiments/seed_sets.py " + shlex.join(
-        sys.argv[1:] if argv is None else list(argv)
-    )
+    command = bench.script_command("seed_sets.py", argv)
     text = report(rows, args.k, args.thresholds, args.case, command)
     print(text)
     args.results.mkdir(parents=True, exist_ok=True)
