@@ -31,7 +31,9 @@ Tools:
   wall-clock durations, so its results can still vary with the machine's load. Convolution uses
   the original cache files (decompressed to a temporary folder) and the case's constraints as
   restrictions; syr2k's CSV tables are converted to Kernel Tuner caches (categorical values coded
-  0, 1, ...; the runner's failure rows become ``RuntimeFailedConfig``). Score: best time among
+  0, 1, ...; the runner's failure rows become ``RuntimeFailedConfig``); a config of one's own
+  without constraints, whose data are not the whole product of the parameters' values, keeps
+  Kernel Tuner to the configurations in the data. Score: best time among
   the evaluated configurations. KT's simulated_annealing ends its schedule at about 0.75 b
   distinct evaluations (its design); the md lists evaluations below b.
 * ``Optuna TPE``: one TPE study per input value (categorical distributions over the design
@@ -822,8 +824,28 @@ def prepare_kernel_tuner_caches(case: Case, folder: Path) -> dict[str, tuple[Pat
                 records, land.keys, "time", name=f"{case.name}_{land.value}"
             )
             target.write_text(json.dumps(document), encoding="utf-8")
-        out[land.value] = (target, {k: v for k, v in document.items() if k != "cache"})
+        meta = {k: v for k, v in document.items() if k != "cache"}
+        meta["measured_keys"] = frozenset(document["cache"])
+        out[land.value] = (target, meta)
     return out
+
+
+def kernel_tuner_restrictions(case: Case, meta: Mapping[str, Any]) -> list[Any] | None:
+    """What Kernel Tuner may propose: the case's constraints; without any, where the data are
+    not the whole product of the parameters' values, the configurations in the data (Kernel
+    Tuner's simulation mode stops at the first configuration that its cache lacks)."""
+    if case.constraints:
+        return list(case.constraints)
+    measured = meta["measured_keys"]
+    keys = list(meta["tune_params_keys"])
+    product = math.prod(len(meta["tune_params"][key]) for key in keys)
+    if len(measured) >= product:
+        return None
+
+    def in_the_data(params: Mapping[str, Any]) -> bool:
+        return ",".join(str(params[key]) for key in keys) in measured
+
+    return [in_the_data]
 
 
 @contextlib.contextmanager
@@ -886,7 +908,7 @@ def run_kernel_tuner(
                 tuple(meta["problem_size"]),
                 [],
                 meta["tune_params"],
-                restrictions=list(case.constraints) or None,
+                restrictions=kernel_tuner_restrictions(case, meta),
                 simulation_mode=True,
                 cache=str(path),
                 strategy=strategy,

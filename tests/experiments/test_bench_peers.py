@@ -491,6 +491,35 @@ def test_a_replay_config_of_ones_own_is_a_case(tmp_path, monkeypatch, format):
     assert "sampling.method" in text  # the stripped method setting is listed
 
 
+def test_kernel_tuner_stays_in_data_that_are_not_the_whole_product(tmp_path, monkeypatch):
+    """A replay of one's own without constraints whose tables lack some configurations (those
+    that were invalid when measured): Kernel Tuner is kept to the configurations in the data,
+    where its simulation mode would otherwise stop at the first one its cache lacks."""
+    pytest.importorskip("kernel_tuner")
+    monkeypatch.delenv("MLKAPS_GPU_DATA", raising=False)
+    config = _tiny_replay(tmp_path)
+    for value in ("small", "large"):
+        path = tmp_path / f"{value}.csv"
+        table = pd.read_csv(path)
+        table = table[~((table["tile"] >= 8) & (table["unroll"] == "no"))]  # 9 of 12 left
+        table.to_csv(path, index=False)
+    case = bench.load_case("mine", [], None, None, False, config)
+    caches = bench.prepare_kernel_tuner_caches(case, tmp_path / "kt")
+    _, meta = caches["small"]
+    (restriction,) = bench.kernel_tuner_restrictions(case, meta)
+    tile = meta["tune_params"]["tile"]
+    assert restriction({"tile": 2, "unroll": 1}) and restriction({"tile": 8, "unroll": 1})
+    assert not restriction({"tile": 8, "unroll": 0})  # "no" is coded 0: not in the data
+    assert tile == [1, 2, 4, 8, 16, 32]
+    rows = bench.run_kernel_tuner(case, caches, "random_sample", 6, 0)
+    assert [row["status"] for row in rows] == ["ok", "ok"]
+    assert all(0 < row["fraction"] <= 1 and row["n_evaluated"] == 6 for row in rows)
+    (tmp_path / "full").mkdir()
+    full = bench.load_case("tiny", [], None, None, False, _tiny_replay(tmp_path / "full"))
+    caches = bench.prepare_kernel_tuner_caches(full, tmp_path / "kt_full")
+    assert bench.kernel_tuner_restrictions(full, caches["small"][1]) is None  # whole product
+
+
 @pytest.mark.parametrize(
     ("kernel", "message"),
     [
