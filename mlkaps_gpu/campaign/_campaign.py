@@ -108,8 +108,14 @@ class Campaign:
         except StoreError as error:
             raise CampaignError(remeasure_hint(directory, str(error))) from None
         fixed = config.sampling.fixed
-        #: the space sampling and grids use: the full space, or one with fixed inputs
+        #: the space sampling and grids use: the full space, or one with fixed inputs, and
+        #: where the executor knows which configurations exist (a replay's data), those only
         self.sampling_space = self.space.with_fixed_inputs(fixed) if fixed else self.space
+        known = setup.executor.known_designs()
+        if known is not None:
+            restricted = self.sampling_space.with_allowed_designs(*known)
+            if restricted.allowed_designs_restrict():
+                self.sampling_space = restricted
         self._transfer: pd.DataFrame | None = None
 
     # ---------------------------------------------------------------------- construction

@@ -122,6 +122,13 @@ class Executor(abc.ABC):
     def _run(self, rows: pd.DataFrame) -> pd.DataFrame:
         """Measure ``rows``; return objectives and ``status`` (optionally the other columns)."""
 
+    def known_designs(self) -> tuple[str | None, dict[Any, pd.DataFrame]] | None:
+        """The only design configurations that exist, where the executor knows them before
+        measuring (a replay's data): ``(input_name, {input value: design table})``, the input
+        that selects the set (None: one set for every input point, under the key None); None
+        (the default): any configuration the constraints allow may be measured."""
+        return None
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release resources (worker processes, devices). Safe to call twice."""
 

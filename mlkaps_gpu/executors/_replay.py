@@ -307,6 +307,16 @@ class ReplayExecutor(Executor):
         configuration = {key: _scalar(row[key]) for key in self.keys}
         return float(values[best]), configuration
 
+    def known_designs(self) -> tuple[str | None, dict[Any, pd.DataFrame]]:
+        """Every recorded configuration (failed ones included: measuring them is a real,
+        recorded failure) per input value: any other is absent from the data, an invalid
+        result that would cost an evaluation and teach nothing."""
+        designs = {
+            value: table.records[list(self.keys)].reset_index(drop=True)
+            for value, table in self.tables.items()
+        }
+        return self.input_name, designs
+
     def valid_configurations(self, input_value: Any = None) -> pd.DataFrame:
         """The ok records (design columns and objective) of one input, or of all inputs (with
         the input column) when ``input_value`` is None and the replay has an input."""

@@ -115,6 +115,11 @@ class Space:
         self._valid_cache: OrderedDict[tuple[Any, ...], np.ndarray] = OrderedDict()
         #: inputs held at one value by sampling and grids (see ``with_fixed_inputs``)
         self.fixed_inputs: dict[str, Any] = {}
+        #: the only designs that exist, per value of one input (see ``with_allowed_designs``)
+        self.allowed_designs: tuple[str | None, dict[str | None, np.ndarray]] | None = None
+        self._place = np.ones(len(self.design), dtype=np.int64)
+        for index in range(len(self.design) - 2, -1, -1):
+            self._place[index] = self._place[index + 1] * self.design_sizes[index + 1]
 
     def with_fixed_inputs(self, values: Mapping[str, Any]) -> Space:
         """A copy whose sampling and grids hold some inputs at one value.
@@ -127,14 +132,93 @@ class Space:
                 raise SpaceError(f"cannot fix '{name}': not an input (inputs: {self.input_names})")
             if not self.parameters[name].contains(np.array([value]))[0]:
                 raise SpaceError(f"cannot fix '{name}' to {value!r}: outside its domain")
+        copy = self._copy()
+        copy.fixed_inputs = dict(values)
+        return copy
+
+    def with_allowed_designs(
+        self, input_name: str | None, designs: Mapping[Any, pd.DataFrame]
+    ) -> Space:
+        """A copy whose valid configurations are, besides satisfying the constraints, among
+        ``designs``: per value of the input ``input_name`` (None: one table, key None, for
+        every input point), the design rows that exist (a replay's recorded configurations:
+        any other is known to be absent before it is measured). Input values without a table
+        have no valid design. Domains, codes and features stay those of this space.
+        """
+        if input_name is not None and input_name not in self.input_names:
+            raise SpaceError(f"cannot restrict designs by '{input_name}': not an input")
+        allowed: dict[str | None, np.ndarray] = {}
+        for value, table in designs.items():
+            codes = self.design_codes(table[self.design_names])
+            known = np.all(codes >= 0, axis=1)
+            allowed[_allowed_key(value)] = np.unique(codes[known] @ self._place)
+        copy = self._copy()
+        copy.fixed_inputs = dict(self.fixed_inputs)
+        copy.allowed_designs = (input_name, allowed)
+        if input_name is not None:  # the valid design set now depends on this input
+            for attribute in ("constrained_inputs", "mask_inputs"):
+                names = set(getattr(copy, attribute)) | {input_name}
+                setattr(copy, attribute, [n for n in copy.input_names if n in names])
+        return copy
+
+    def allowed_designs_restrict(self) -> bool:
+        """Whether the allowed designs leave out a configuration that the constraints allow at
+        some input value (True where that cannot be told by enumeration: a space too large, or
+        valid designs that depend on other inputs)."""
+        if self.allowed_designs is None:
+            return False
+        name, allowed = self.allowed_designs
+        plain = Space(
+            self.inputs,
+            self.design,
+            [c.source for c in self.constraints],
+            enumerate_limit=self.enumerate_limit,
+        )
+        if not plain.enumerable or plain.mask_inputs:
+            return True
+        valid = plain.valid_design_codes().astype(np.int64) @ self._place
+        if name is None:
+            keys: list[str | None] = [None]
+        else:
+            parameter = self.parameters[name]
+            if parameter.values is None and parameter.kind not in ("categorical", "bool"):
+                return True
+            keys = [_allowed_key(v) for v in parameter.domain_values().tolist()]
+        return any(not np.isin(valid, allowed.get(key, _NONE)).all() for key in keys)
+
+    def _copy(self) -> Space:
+        """A fresh space of the same parameters and constraints, with the allowed designs."""
         copy = Space(
             self.inputs,
             self.design,
             [c.source for c in self.constraints],
             enumerate_limit=self.enumerate_limit,
         )
-        copy.fixed_inputs = dict(values)
+        if self.allowed_designs is not None:
+            name, allowed = self.allowed_designs
+            copy.allowed_designs = (name, allowed)
+            copy.constrained_inputs = list(self.constrained_inputs)
+            copy.mask_inputs = list(self.mask_inputs)
         return copy
+
+    def _allowed(self, columns: Mapping[str, Any], n_rows: int) -> np.ndarray:
+        """Which rows' designs are among the allowed ones (all rows without a restriction)."""
+        if self.allowed_designs is None:
+            return np.ones(n_rows, dtype=bool)
+        name, allowed = self.allowed_designs
+        codes = np.column_stack(
+            [np.broadcast_to(p.codes(np.atleast_1d(columns[p.name])), n_rows) for p in self.design]
+        )
+        flat = np.where(np.all(codes >= 0, axis=1), codes @ self._place, -1)
+        if name is None:
+            return np.isin(flat, allowed.get(None, _NONE))
+        values = np.broadcast_to(np.atleast_1d(np.asarray(columns[name], dtype=object)), n_rows)
+        keys = np.array([_allowed_key(v) for v in values.tolist()], dtype=object)
+        result = np.zeros(n_rows, dtype=bool)
+        for key in set(keys.tolist()):
+            rows = keys == key
+            result[rows] = np.isin(flat[rows], allowed.get(key, _NONE))
+        return result
 
     def apply_fixed(self, inputs: pd.DataFrame) -> pd.DataFrame:
         """Overwrite the fixed inputs' columns of an input table."""
@@ -294,6 +378,10 @@ class Space:
         mask = np.ones(len(codes), dtype=bool)
         for constraint in self.design_constraints:
             mask &= constraint.evaluate(scope, len(codes))
+        if self.allowed_designs is not None:
+            by, allowed = self.allowed_designs
+            value = None if by is None else _allowed_key(input_values[by])
+            mask &= np.isin(codes.astype(np.int64) @ self._place, allowed.get(value, _NONE))
         valid = codes[mask]
         with _CACHE_LOCK:
             self._valid_cache[key] = valid
@@ -406,6 +494,9 @@ class Space:
         result = np.ones(n_rows, dtype=bool)
         for constraint in self.design_constraints if constraints is None else constraints:
             result &= constraint.evaluate(columns, n_rows)
+        design = constraints is None or constraints is self.constraints
+        if self.allowed_designs is not None and design and result.any():
+            result &= self._allowed(columns, n_rows)
         return result
 
     def sample_valid(self, n: int, rng: np.random.Generator) -> pd.DataFrame:
@@ -683,6 +774,19 @@ def nearest_codes(codes: np.ndarray, valid: np.ndarray, chunk: int = 1 << 22) ->
         distance = np.abs(block[:, None, :] - valid64[None, :, :]).sum(axis=2)
         out[start : start + rows_per_chunk] = valid64[np.argmin(distance, axis=1)]
     return out
+
+
+_NONE = np.zeros(0, dtype=np.int64)
+
+
+def _allowed_key(value: Any) -> str | None:
+    """Key of an input value in the allowed designs (text: "130", 130 and 130.0 are one)."""
+    if value is None:
+        return None
+    value = _scalar(value)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return str(value)
 
 
 def _repeat(row: pd.DataFrame, n: int) -> pd.DataFrame:

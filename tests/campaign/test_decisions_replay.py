@@ -176,3 +176,22 @@ def test_an_answer_the_budget_could_not_confirm_is_not_shipped(tmp_path: Path) -
     found = shipped.merge(measured, how="left", indicator=True)
     assert (found["_merge"] == "both").all(), found
     assert report["measured_regret"]["known"] == 5
+
+
+@pytest.mark.compiler
+def test_a_replay_with_holes_measures_only_what_its_data_hold(tmp_path: Path) -> None:
+    """Data that lack part of the design product and no constraint that says which (a replay
+    of one's own, say): the campaign never measures a configuration the data do not hold, where
+    each would have been an invalid result that costs an evaluation and teaches nothing."""
+    tables = {}
+    for value in ("g0", "g1"):
+        table = landscape(value)
+        tables[value] = table[(table["a"] + table["b"]) % 3 != 0]  # a third of the product gone
+    text = case_text(tmp_path, tables, budget=60, seed=0)
+    campaign = run_case(tmp_path, text)
+    samples = campaign.store.load()
+    assert len(samples) == 60
+    assert set(samples["status"]) == {"ok"}
+    assert ((samples["a"] + samples["b"]) % 3 != 0).all()
+    name, designs = campaign.setup.executor.known_designs()
+    assert name == "gpu" and [len(t) for t in designs.values()] == [len(t) for t in tables.values()]

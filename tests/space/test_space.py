@@ -551,3 +551,84 @@ def test_valid_design_codes_from_many_threads_at_once() -> None:
             assert not failures, failures[0]
     finally:
         sys.setswitchinterval(interval)
+
+
+# ------------------------------------------------------------------ designs that exist (replays)
+def _allowed_tables(space: Space) -> dict[str, pd.DataFrame]:
+    """Per gpu, a subset of the design product: 'A' keeps odd unrolls, 'B' keeps tile 1 or 2."""
+    designs = pd.DataFrame(
+        list(itertools.product((1, 2, 4, 8), (1, 2, 3, 4), ("a", "b", "c"))),
+        columns=space.design_names,
+    )
+    return {
+        "A": designs[designs["unroll"] % 2 == 1],
+        "B": designs[designs["tile"] <= 2],
+    }
+
+
+@pytest.mark.parametrize("enumerate_limit", [None, 1])
+def test_allowed_designs_limit_every_way_to_a_valid_configuration(enumerate_limit):
+    """Validity, enumeration, random valid designs, repair and neighbours of a space whose
+    designs must also be among given tables (per gpu) agree with brute force."""
+    plain = make_space(enumerate_limit)
+    tables = _allowed_tables(plain)
+    space = plain.with_allowed_designs("gpu", tables)
+    assert space.allowed_designs_restrict()
+    assert "gpu" in space.constrained_inputs and space.enumerable == plain.enumerable
+
+    def allowed(row: dict[str, Any]) -> bool:
+        table = tables[row["gpu"]]
+        match = (
+            (table["tile"] == row["tile"])
+            & (table["unroll"] == row["unroll"])
+            & (table["variant"] == row["variant"])
+        )
+        return bool(match.any()) and is_valid_by_hand(row)
+
+    rows = pd.DataFrame(
+        [
+            {"n": n, "gpu": gpu, "tile": t, "unroll": u, "variant": v}
+            for n in (1, 3, 9, 20)
+            for gpu in ("A", "B")
+            for t in (1, 2, 4, 8)
+            for u in (1, 2, 3, 4)
+            for v in ("a", "b", "c")
+        ]
+    )
+    expected = np.array([allowed(r) for r in rows.to_dict("records")])
+    assert expected.any() and (~expected).any()
+    assert np.array_equal(space.is_valid(rows), expected)
+    assert np.array_equal(
+        plain.is_valid(rows), [is_valid_by_hand(r) for r in rows.to_dict("records")]
+    )
+
+    rng = np.random.default_rng(0)
+    drawn = space.sample_valid(300, rng)
+    assert all(allowed(r) for r in drawn.to_dict("records"))
+    assert set(drawn["gpu"]) == {"A", "B"}
+    repaired = space.repair(rows, rng)
+    assert all(allowed(r) for r in repaired.to_dict("records"))
+    row = {"n": 20, "gpu": "B", "tile": 2, "unroll": 1, "variant": "a"}
+    for kind in ("Hamming", "adjacent"):
+        found = space.neighbours(row, kind)  # type: ignore[arg-type]
+        assert len(found) and all(allowed(r) for r in found.to_dict("records"))
+    if space.enumerable:
+        codes = space.valid_design_codes({"n": 20, "gpu": "B"})
+        table = space.assemble(pd.DataFrame([{"n": 20, "gpu": "B"}] * len(codes)), codes)
+        assert len(codes) == int(expected[(rows["n"] == 20) & (rows["gpu"] == "B")].sum())
+        assert all(allowed(r) for r in table.to_dict("records"))
+    fixed = space.with_fixed_inputs({"gpu": "A"})
+    assert fixed.allowed_designs is not None
+    assert np.array_equal(fixed.is_valid(rows), expected)
+
+
+def test_allowed_designs_that_hold_every_valid_one_do_not_restrict():
+    space = Space(DESIGN[:1], DESIGN[1:], ["unroll <= 3"])  # no input: one table, key None
+    everything = pd.DataFrame(
+        {"unroll": [1, 2, 3, 4] * 3, "variant": ["a"] * 4 + ["b"] * 4 + ["c"] * 4}
+    )
+    assert not space.with_allowed_designs(None, {None: everything}).allowed_designs_restrict()
+    some = everything[everything["unroll"] != 2]
+    assert space.with_allowed_designs(None, {None: some}).allowed_designs_restrict()
+    with pytest.raises(SpaceError, match="not an input"):
+        space.with_allowed_designs("gpu", {"A": some})
