@@ -68,7 +68,7 @@ from mlkaps_gpu.sampling import (
     HVSSampler,
     Sampler,
 )
-from mlkaps_gpu.space import SpaceError
+from mlkaps_gpu.space import Space, SpaceError
 from mlkaps_gpu.surrogate import BootstrapEnsemble, LightGBMSurrogate
 from mlkaps_gpu.trees import RegretOracle, Selector, fit_selector
 
@@ -107,16 +107,24 @@ class Campaign:
             self.store = SampleStore(directory / STORE, self.space, setup.objectives)
         except StoreError as error:
             raise CampaignError(remeasure_hint(directory, str(error))) from None
-        fixed = config.sampling.fixed
-        #: the space sampling and grids use: the full space, or one with fixed inputs, and
-        #: where the executor knows which configurations exist (a replay's data), those only
-        self.sampling_space = self.space.with_fixed_inputs(fixed) if fixed else self.space
-        known = setup.executor.known_designs()
-        if known is not None:
-            restricted = self.sampling_space.with_allowed_designs(*known)
-            if restricted.allowed_designs_restrict():
-                self.sampling_space = restricted
+        self._sampling_space: Space | None = None
         self._transfer: pd.DataFrame | None = None
+
+    @property
+    def sampling_space(self) -> Space:
+        """The space sampling and grids use: the full space, or one with fixed inputs, and
+        where the executor knows which configurations exist (a replay's data) and they leave
+        out some that the constraints allow, those only (built on first use)."""
+        if self._sampling_space is None:
+            fixed = self.config.sampling.fixed
+            space = self.space.with_fixed_inputs(fixed) if fixed else self.space
+            known = self.setup.executor.known_designs()
+            if known is not None:
+                restricted = space.with_allowed_designs(*known)
+                if restricted.allowed_designs_restrict():
+                    space = restricted
+            self._sampling_space = space
+        return self._sampling_space
 
     # ---------------------------------------------------------------------- construction
     @classmethod

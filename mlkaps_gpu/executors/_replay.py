@@ -4,7 +4,8 @@ Built from one table (Kernel Tuner cache, CSV table or T4 results file, see
 ``_kernel_tuner_cache``, ``_replay_data`` and ``_t4``), or from a mapping
 ``{input_name: {input_value: table}}`` in which one input parameter selects the table (e.g.
 ``{"gpu": {"A100": cache_a100, "W6600": cache_w6600}}``). A configuration absent from the data
-is an ``invalid`` result (it still counts as an evaluation); recorded failures keep their
+is an ``invalid`` result (it still counts as an evaluation; campaigns never propose one, since
+:meth:`ReplayExecutor.known_designs` tells them what exists); recorded failures keep their
 status. Since the tables are exhaustive, the true optimum of each input is known
 (:meth:`ReplayExecutor.optimum`).
 """
