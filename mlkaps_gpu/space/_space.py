@@ -152,8 +152,7 @@ class Space:
             codes = self.design_codes(table[self.design_names])
             known = np.all(codes >= 0, axis=1)
             allowed[_allowed_key(value)] = np.unique(codes[known] @ self._place)
-        copy = self._copy()
-        copy.fixed_inputs = dict(self.fixed_inputs)
+        copy = self._copy(allowed=False)
         copy.allowed_designs = (input_name, allowed)
         if input_name is not None:  # the valid design set now depends on this input
             for attribute in ("constrained_inputs", "mask_inputs"):
@@ -168,12 +167,7 @@ class Space:
         if self.allowed_designs is None:
             return False
         name, allowed = self.allowed_designs
-        plain = Space(
-            self.inputs,
-            self.design,
-            [c.source for c in self.constraints],
-            enumerate_limit=self.enumerate_limit,
-        )
+        plain = self._copy(allowed=False)
         if not plain.enumerable or plain.mask_inputs:
             return True
         valid = plain.valid_design_codes().astype(np.int64) @ self._place
@@ -186,17 +180,18 @@ class Space:
             keys = [_allowed_key(v) for v in parameter.domain_values().tolist()]
         return any(not np.isin(valid, allowed.get(key, _NONE)).all() for key in keys)
 
-    def _copy(self) -> Space:
-        """A fresh space of the same parameters and constraints, with the allowed designs."""
+    def _copy(self, *, allowed: bool = True) -> Space:
+        """A fresh space of the same parameters, constraints and fixed inputs, and with
+        ``allowed`` the same allowed designs."""
         copy = Space(
             self.inputs,
             self.design,
             [c.source for c in self.constraints],
             enumerate_limit=self.enumerate_limit,
         )
-        if self.allowed_designs is not None:
-            name, allowed = self.allowed_designs
-            copy.allowed_designs = (name, allowed)
+        copy.fixed_inputs = dict(self.fixed_inputs)
+        if allowed and self.allowed_designs is not None:
+            copy.allowed_designs = self.allowed_designs
             copy.constrained_inputs = list(self.constrained_inputs)
             copy.mask_inputs = list(self.mask_inputs)
         return copy
