@@ -24,7 +24,7 @@ from mlkaps_gpu.search._objectives import (
     input_table,
     radix,
 )
-from mlkaps_gpu.space import Space, nearest_codes
+from mlkaps_gpu.space import NEIGHBOUR_KINDS, Space, nearest_codes, select_neighbours
 
 NeighbourKind = Literal["strictly_adjacent", "adjacent", "Hamming"]
 #: Fitness of a failed or invalid configuration (a static penalty: worse than any value).
@@ -266,18 +266,9 @@ class SearchProblem:
         if self.valid_codes is None:
             row = self.space.assemble(self._inputs(1), here[None, :]).iloc[0]
             return self.space.design_codes(self.space.neighbours(row, kind))
-        delta = np.abs(self.valid_codes - here)
-        if kind == "Hamming":
-            return self.valid_codes[(delta > 0).sum(axis=1) == 1]
-        distance = delta.max(axis=1)
-        if kind == "strictly_adjacent":
-            return self.valid_codes[distance == 1]
-        if kind == "adjacent":
-            others = distance[distance > 0]
-            if len(others) == 0:
-                return self.valid_codes[:0]
-            return self.valid_codes[distance == others.min()]
-        raise ValueError(f"unknown neighbour kind {kind!r}")
+        if kind not in NEIGHBOUR_KINDS:
+            raise ValueError(f"unknown neighbour kind {kind!r}")
+        return select_neighbours(self.valid_codes, here, kind)
 
     def repair_to_neighbour(self, here: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """A valid design unchanged; an invalid one replaced by a random neighbour from the first

@@ -624,27 +624,36 @@ class Space:
         - ``adjacent``: the valid designs at the smallest Chebyshev code distance (>= 1),
           i.e. the nearest ring of valid configurations, stepping over invalid ones.
         """
-        if kind not in NEIGHBOUR_KINDS:
-            raise SpaceError(f"unknown neighbour kind '{kind}' (allowed: {NEIGHBOUR_KINDS})")
         inputs = pd.DataFrame({n: [row[n]] for n in self.input_names}, index=range(1))
         here = self.design_codes(pd.DataFrame({n: [row[n]] for n in self.design_names}))[0]
+        chosen = self.neighbour_codes(row, here, kind)
+        return self.assemble(_repeat(inputs, len(chosen)), chosen)
+
+    def neighbour_codes(
+        self, inputs: Mapping[str, Any], here: np.ndarray, kind: NeighbourKind = "Hamming"
+    ) -> np.ndarray:
+        """Design codes of the valid neighbours of the design ``here`` (codes) at the input
+        point ``inputs`` (every input's value): :meth:`neighbours` without building tables,
+        for callers that work on codes."""
+        if kind not in NEIGHBOUR_KINDS:
+            raise SpaceError(f"unknown neighbour kind '{kind}' (allowed: {NEIGHBOUR_KINDS})")
+        here = np.asarray(here, dtype=np.int64).reshape(len(self.design))
         if self.enumerable:
-            valid = self.valid_design_codes({n: row[n] for n in self.constrained_inputs})
-            chosen = _select_neighbours(valid.astype(np.int64), here, kind)
-        elif kind == "adjacent":
+            valid = self.valid_design_codes({n: inputs[n] for n in self.constrained_inputs})
+            return select_neighbours(valid.astype(np.int64), here, kind)
+        point = pd.DataFrame({n: [inputs[n]] for n in self.input_names}, index=range(1))
+        if kind == "adjacent":
             # grow Chebyshev rings until one holds a valid configuration
-            chosen = np.zeros((0, len(self.design)), dtype=np.int64)
             for radius in range(1, int(self.design_sizes.max())):
                 ring = self._ring(here, radius)
                 if ring is None:
                     break
-                chosen = ring[self._satisfied(inputs, ring)]
+                chosen = ring[self._satisfied(point, ring)]
                 if len(chosen):
-                    break
-        else:
-            candidates = self._candidate_neighbours(here, kind)
-            chosen = candidates[self._satisfied(inputs, candidates)]
-        return self.assemble(_repeat(inputs, len(chosen)), chosen)
+                    return chosen
+            return np.zeros((0, len(self.design)), dtype=np.int64)
+        candidates = self._candidate_neighbours(here, kind)
+        return candidates[self._satisfied(point, candidates)]
 
     def _satisfied(self, inputs: pd.DataFrame, codes: np.ndarray) -> np.ndarray:
         """Which designs (codes) satisfy the constraints for one input row."""
@@ -747,8 +756,9 @@ class Space:
         ).astype({p.name: p.dtype for p in self.inputs})
 
 
-def _select_neighbours(valid: np.ndarray, here: np.ndarray, kind: str) -> np.ndarray:
-    """The neighbours of ``here`` among the valid codes ``valid`` (see ``Space.neighbours``)."""
+def select_neighbours(valid: np.ndarray, here: np.ndarray, kind: str) -> np.ndarray:
+    """The neighbours of ``here`` among the valid codes ``valid`` (see ``Space.neighbours``;
+    ``here`` need not be valid itself)."""
     delta = np.abs(valid - here)
     if kind == "Hamming":
         return valid[(delta > 0).sum(axis=1) == 1]
