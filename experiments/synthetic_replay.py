@@ -16,6 +16,13 @@ of a real GPU: figures from it say whether the method generalises, never what a 
 fifth of the product, as a replay of one's own data can, and a tuner must not spend its budget
 on configurations the data lack.
 
+``--failures`` makes the fastest region border failures, as register and shared-memory limits
+do on a GPU: log time falls with a per-thread resource use (the per-thread tile
+``MWG * NWG / (MDIMC * NDIMC)`` in log2, plus ``KWG / 16`` per operand cached in local memory,
+``SA`` and ``SB``) and the configurations whose use lies above a per-GPU limit (the 64th - 76th
+percentile) fail at run time (``RuntimeFailedConfig``), about 30 % of them; the optimum is
+among the rest.
+
     python experiments/synthetic_replay.py --out synthetic
     python experiments/bench_peers.py --config synthetic/synthetic_gemm.toml --budgets 25 50 100
 """
@@ -76,8 +83,16 @@ def valid_configurations(parameters: dict[str, list[int]] = PARAMETERS) -> np.nd
     return np.array(rows, dtype=np.float64)
 
 
-def times(configs: np.ndarray, gpu: int, seed: int = 1) -> np.ndarray:
-    """Made-up run times of ``configs`` on GPU number ``gpu`` (see the module docstring)."""
+def resource(configs: np.ndarray) -> np.ndarray:
+    """Per-thread resource use of ``configs`` (columns in ``PARAMETERS`` order; see
+    ``--failures`` in the module docstring)."""
+    mwg, nwg, kwg, mdimc, ndimc = (configs[:, i] for i in range(5))
+    return np.log2(mwg * nwg / (mdimc * ndimc)) + kwg / 16 * (configs[:, 11] + configs[:, 12])
+
+
+def times(configs: np.ndarray, gpu: int, seed: int = 1, failures: bool = False) -> np.ndarray:
+    """Made-up run times of ``configs`` on GPU number ``gpu`` (see the module docstring); NaN
+    where a configuration fails (``failures`` only)."""
     scaled = np.log2(configs + 1)
     scaled = (scaled - scaled.min(0)) / (scaled.max(0) - scaled.min(0) + 1e-9)
     shared = np.random.default_rng(seed)
@@ -95,7 +110,13 @@ def times(configs: np.ndarray, gpu: int, seed: int = 1) -> np.ndarray:
         log_time += rng.normal(0, 0.4) * (scaled[:, i] - centre[i]) * (scaled[:, j] - centre[j])
     threads = configs[:, 3] * configs[:, 4]
     log_time += np.where(threads >= 256 + 128 * gpu, 0.4, 0.0)
-    return np.exp(log_time + rng.normal(0, 0.02, len(configs)))
+    out = np.exp(log_time + rng.normal(0, 0.02, len(configs)))
+    if failures:
+        use = resource(configs)
+        span = use.max() - use.min()
+        out = out * np.exp(-1.5 * (use - use.min()) / span)
+        out[use > np.quantile(use, 0.64 + 0.04 * gpu)] = np.nan
+    return out
 
 
 def write(
@@ -104,6 +125,7 @@ def write(
     constraints: bool = True,
     seed: int = 1,
     parameters: dict[str, list[int]] = PARAMETERS,
+    failures: bool = False,
 ) -> Path:
     """Write one cache per GPU and the config into ``out``; return the config's path
     (``parameters``: fewer values of the same parameters, for a quick test)."""
@@ -114,10 +136,10 @@ def write(
     for index, gpu in enumerate(GPUS):
         cache = {}
         for row, value in zip(
-            configs.astype(int).tolist(), times(configs, index, seed), strict=True
+            configs.astype(int).tolist(), times(configs, index, seed, failures), strict=True
         ):
-            entry: dict[str, float | int] = dict(zip(names, row, strict=True))
-            entry["time"] = float(value)
+            entry: dict[str, float | int | str] = dict(zip(names, row, strict=True))
+            entry["time"] = float(value) if np.isfinite(value) else "RuntimeFailedConfig"
             cache[",".join(map(str, row))] = entry
         document = {
             "device_name": gpu,
@@ -131,7 +153,8 @@ def write(
         with gzip.open(out / f"{gpu}.json.gz", "wt", encoding="utf-8") as handle:
             json.dump(document, handle)
         files.append(f'{gpu} = "{gpu}.json.gz"')
-    name = "synthetic_gemm" if constraints else "synthetic_gemm_no_constraints"
+    name = "synthetic_gemm" + ("" if constraints else "_no_constraints")
+    name += "_failures" if failures else ""
     design = ""
     if constraints:
         design = "\n[design]\nconstraints = [\n" + "".join(f'    "{c}",\n' for c in CONSTRAINTS)
@@ -162,8 +185,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True, help="folder for caches and config")
     parser.add_argument("--no-constraints", action="store_true", help="config without them")
     parser.add_argument("--seed", type=int, default=1, help="seed of the shared landscape")
+    parser.add_argument("--failures", action="store_true", help="failures beside the optimum")
     args = parser.parse_args(argv)
-    path = write(args.out, constraints=not args.no_constraints, seed=args.seed)
+    path = write(
+        args.out, constraints=not args.no_constraints, seed=args.seed, failures=args.failures
+    )
     print(f"wrote {len(GPUS)} caches and {path}")
     return 0
 

@@ -4,6 +4,7 @@ reads, and its restrictions mean one thing in the generator and in the config's 
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from mlkaps_gpu.campaign import load_config, prepare
@@ -32,5 +33,29 @@ def test_written_replay_is_read_and_its_constraints_match_the_data(tmp_path, con
         assert 0 < len(valid) < np.prod([len(v) for v in SMALL.values()])
         optimum, _ = setup.executor.optimum("G3")
         assert optimum == pytest.approx(synthetic.times(valid, 2).min())
+    finally:
+        setup.executor.close()
+
+
+def test_failures_lie_beside_the_optimum_and_are_read_as_failures(tmp_path):
+    path = synthetic.write(tmp_path, parameters=SMALL, failures=True)
+    assert path.name == "synthetic_gemm_failures.toml"
+    valid = synthetic.valid_configurations(SMALL)
+    times = synthetic.times(valid, 0, failures=True)
+    failed = ~np.isfinite(times)
+    assert 0.1 < failed.mean() < 0.5
+    # the fastest configuration uses the most resources that do not fail
+    use = synthetic.resource(valid)
+    assert use[np.nanargmin(times)] == use[~failed].max()
+    setup = prepare(load_config(path))
+    try:
+        optimum, _ = setup.executor.optimum("G1")
+        assert optimum == pytest.approx(np.nanmin(times))
+        rows = setup.space.assemble(
+            pd.DataFrame({"gpu": ["G1"] * int(failed.sum())}),
+            setup.space.design_codes(pd.DataFrame(valid[failed].astype(int), columns=list(SMALL))),
+        )
+        result = setup.executor.run(rows)
+        assert (result["status"] != "ok").all()
     finally:
         setup.executor.close()
