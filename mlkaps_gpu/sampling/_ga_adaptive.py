@@ -36,7 +36,7 @@ from mlkaps_gpu.sampling._exploit import Exploiter, ExploitSettings, finite_inpu
 from mlkaps_gpu.sampling._hvs import HVSrSampler, HVSSampler
 from mlkaps_gpu.sampling._random import LHSSampler, RandomSampler
 from mlkaps_gpu.space import Space
-from mlkaps_gpu.surrogate import BootstrapEnsemble
+from mlkaps_gpu.surrogate import BootstrapEnsemble, FailureClassifier
 
 #: Names of the sub-samplers GA-Adaptive builds itself.
 SUB_SAMPLERS: tuple[str, ...] = ("lhs", "random", "hvs", "hvsr", "bayes")
@@ -243,43 +243,28 @@ class GAAdaptiveSampler(Sampler):
         return pd.concat(chosen, ignore_index=True)[space.names]
 
     def _model(self) -> BootstrapEnsemble | None:
-        """The ensemble fitted on every successful measurement (and the transferred ones), and
-        on the failed ones as the worst value measured at their input point (SMAC's crash
-        cost): a region where configurations fail is then predicted bad, where a model of the
-        successes alone extends its fast neighbours' times into it, so that exploitation
-        measured failures more often than random sampling does (``docs/architecture.md``)."""
+        """The ensemble fitted on every successful measurement (and the transferred ones)."""
         measured = self._measured()
         if len(measured) < 5:
             return None
-        failed = self._failed_as_worst(measured)
-        training = measured if failed.empty else pd.concat([measured, failed], ignore_index=True)
-        target = training[self.objective].to_numpy(dtype=float)
+        target = measured[self.objective].to_numpy(dtype=float)
         model = self.model_factory()
         if model.log_target and (target <= 0).any():
             model.log_target = False  # a log needs a positive objective
-        return model.fit(self.feature_space.features(training), target)
+        return model.fit(self.feature_space.features(measured), target)
 
-    def _failed_as_worst(self, measured: pd.DataFrame) -> pd.DataFrame:
-        """This campaign's failed rows (any status but ``ok``, or no finite objective), each
-        with the worst objective measured at its input point (over all points where none
-        was)."""
+    def _failure_model(self) -> FailureClassifier | None:
+        """A classifier of this campaign's failed rows (any status but ``ok``, or no finite
+        objective) against its successful ones, or None while either is too rare."""
         history = self.history_
-        names = [*self.space.names, self.objective]
         if history.empty or self.objective not in history:
-            return pd.DataFrame(columns=names)
+            return None
         value = history[self.objective].to_numpy(dtype=float)
-        failed = history[~((history["status"] == "ok").to_numpy() & np.isfinite(value))]
-        if failed.empty:
-            return pd.DataFrame(columns=names)
-        inputs = self.space.input_names
-        maximize = self.exploiter.sign < 0
-        by_point = measured.groupby(inputs, observed=True, dropna=False)[self.objective]
-        worst = (by_point.min() if maximize else by_point.max()).rename("_worst").reset_index()
-        overall = measured[self.objective].min() if maximize else measured[self.objective].max()
-        keys = failed[inputs].reset_index(drop=True)
-        fill = keys.merge(worst, on=inputs, how="left")["_worst"].to_numpy(dtype=float)
-        fill = np.where(np.isfinite(fill), fill, float(overall))
-        return failed[self.space.names].reset_index(drop=True).assign(**{self.objective: fill})
+        failed = ~((history["status"] == "ok").to_numpy() & np.isfinite(value))
+        if not failed.any():
+            return None
+        features = self.feature_space.features(history[self.space.names])
+        return FailureClassifier.fit_if_informative(features, failed)
 
     def _measured(self) -> pd.DataFrame:
         """Successful measurements with a finite objective, transferred ones first."""
@@ -311,7 +296,14 @@ class GAAdaptiveSampler(Sampler):
             counts = np.ones(n, dtype=np.int64)
         left = (self.budget - self.n_told) / len(counts)
         return self.exploiter.propose(
-            model, self._measured(), points, counts, self._seen, rng, left=left
+            model,
+            self._measured(),
+            points,
+            counts,
+            self._seen,
+            rng,
+            left=left,
+            failures=self._failure_model(),
         )
 
     def describe(self) -> dict[str, Any]:

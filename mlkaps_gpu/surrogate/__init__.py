@@ -3,6 +3,7 @@ that the Bayesian sampler and the Bayesian search strategy share."""
 
 from mlkaps_gpu.surrogate._base import Surrogate
 from mlkaps_gpu.surrogate._ensemble import DEFAULT_MEMBERS, BootstrapEnsemble
+from mlkaps_gpu.surrogate._failures import FailureClassifier
 from mlkaps_gpu.surrogate._gaussian_process import (
     ACQUISITIONS,
     Acquisition,
@@ -28,6 +29,7 @@ __all__ = [
     "DEFAULT_PARAMS",
     "BootstrapEnsemble",
     "CandidateGaussianProcess",
+    "FailureClassifier",
     "LightGBMSurrogate",
     "Surrogate",
     "accuracy",
