@@ -227,14 +227,17 @@ def _depth(table: np.ndarray, n_internal: int) -> int:
     """Depth of a tree: the longest path from the root (node 0) to a leaf."""
     if n_internal == 0:
         return 0
+    # plain lists: reading a structured array's field per node costs more than the walk
+    left = table["left"][:n_internal].tolist()
+    right = table["right"][:n_internal].tolist()
     deepest, frontier = 0, [(0, 0)]
     while frontier:
         node, depth = frontier.pop()
         if node >= n_internal:
             deepest = max(deepest, depth)
             continue
-        frontier.append((int(table["left"][node]), depth + 1))
-        frontier.append((int(table["right"][node]), depth + 1))
+        frontier.append((left[node], depth + 1))
+        frontier.append((right[node], depth + 1))
     return deepest
 
 
