@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from mlkaps_gpu.executors import INVALID, OK, Executor, ReplayExecutor
-from mlkaps_gpu.space import Space
+from mlkaps_gpu.space import Space, radix
 from mlkaps_gpu.surrogate import Surrogate
 
 Objective = Callable[[pd.DataFrame], tuple[np.ndarray, np.ndarray]]
@@ -144,15 +144,6 @@ class TabulatedObjective:
         if (codes < 0).any():
             raise ValueError("a design value lies outside its parameter's domain")
         return self.evaluate_codes(codes)
-
-
-def radix(sizes: np.ndarray) -> np.ndarray:
-    """Row-major place values of a mixed-radix number with digit ranges ``sizes``."""
-    sizes = np.asarray(sizes, dtype=np.int64)
-    out = np.ones(len(sizes), dtype=np.int64)
-    for index in range(len(sizes) - 2, -1, -1):
-        out[index] = out[index + 1] * sizes[index + 1]
-    return out
 
 
 def flat_index(codes: np.ndarray, place_values: np.ndarray) -> np.ndarray:

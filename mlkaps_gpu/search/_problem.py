@@ -22,9 +22,8 @@ from mlkaps_gpu.search._objectives import (
     Objective,
     flat_index,
     input_table,
-    radix,
 )
-from mlkaps_gpu.space import NEIGHBOUR_KINDS, Space, nearest_codes, select_neighbours
+from mlkaps_gpu.space import NEIGHBOUR_KINDS, Space, nearest_codes, radix, select_neighbours
 
 NeighbourKind = Literal["strictly_adjacent", "adjacent", "Hamming"]
 #: Fitness of a failed or invalid configuration (a static penalty: worse than any value).

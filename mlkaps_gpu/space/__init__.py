@@ -22,11 +22,18 @@ from mlkaps_gpu.space._settings import (
     describe_allowed,
     is_finite_number,
 )
-from mlkaps_gpu.space._space import NEIGHBOUR_KINDS, Space, nearest_codes, select_neighbours
+from mlkaps_gpu.space._space import (
+    NEIGHBOUR_KINDS,
+    Space,
+    nearest_codes,
+    radix,
+    select_neighbours,
+)
 from mlkaps_gpu.space._t1 import T1SearchSpace, load_t1
 
 __all__ = [
     "nearest_codes",
+    "radix",
     "select_neighbours",
     "KINDS",
     "NEIGHBOUR_KINDS",

@@ -117,9 +117,7 @@ class Space:
         self.fixed_inputs: dict[str, Any] = {}
         #: the only designs that exist, per value of one input (see ``with_allowed_designs``)
         self.allowed_designs: tuple[str | None, dict[str | None, np.ndarray]] | None = None
-        self._place = np.ones(len(self.design), dtype=np.int64)
-        for index in range(len(self.design) - 2, -1, -1):
-            self._place[index] = self._place[index + 1] * self.design_sizes[index + 1]
+        self._place = radix(self.design_sizes)
 
     def with_fixed_inputs(self, values: Mapping[str, Any]) -> Space:
         """A copy whose sampling and grids hold some inputs at one value.
@@ -754,6 +752,16 @@ class Space:
         return pd.DataFrame(
             {p.name: axes[i][mesh[i].ravel()] for i, p in enumerate(self.inputs)}
         ).astype({p.name: p.dtype for p in self.inputs})
+
+
+def radix(sizes: np.ndarray) -> np.ndarray:
+    """Row-major place values of a mixed-radix number with digit ranges ``sizes``: the flat
+    index of design codes ``c`` in the design product is ``c @ radix(design_sizes)``."""
+    sizes = np.asarray(sizes, dtype=np.int64)
+    out = np.ones(len(sizes), dtype=np.int64)
+    for index in range(len(sizes) - 2, -1, -1):
+        out[index] = out[index + 1] * sizes[index + 1]
+    return out
 
 
 def select_neighbours(valid: np.ndarray, here: np.ndarray, kind: str) -> np.ndarray:
