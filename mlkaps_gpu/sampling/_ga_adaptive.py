@@ -242,9 +242,9 @@ class GAAdaptiveSampler(Sampler):
             return space.empty_table()
         return pd.concat(chosen, ignore_index=True)[space.names]
 
-    def _model(self) -> BootstrapEnsemble | None:
-        """The ensemble fitted on every successful measurement (and the transferred ones)."""
-        measured = self._measured()
+    def _model(self, measured: pd.DataFrame) -> BootstrapEnsemble | None:
+        """The ensemble fitted on ``measured`` (``_measured()``: every successful measurement
+        and the transferred ones)."""
         if len(measured) < 5:
             return None
         target = measured[self.objective].to_numpy(dtype=float)
@@ -259,12 +259,16 @@ class GAAdaptiveSampler(Sampler):
         history = self.history_
         if history.empty or self.objective not in history:
             return None
-        value = history[self.objective].to_numpy(dtype=float)
-        failed = ~((history["status"] == "ok").to_numpy() & np.isfinite(value))
+        failed = ~self._succeeded(history)
         if not failed.any():
             return None
         features = self.feature_space.features(history[self.space.names])
         return FailureClassifier.fit_if_informative(features, failed)
+
+    def _succeeded(self, history: pd.DataFrame) -> np.ndarray:
+        """Which rows of ``history`` succeeded: status ``ok`` and a finite objective."""
+        value = history[self.objective].to_numpy(dtype=float)
+        return (history["status"] == "ok").to_numpy() & np.isfinite(value)
 
     def _measured(self) -> pd.DataFrame:
         """Successful measurements with a finite objective, transferred ones first."""
@@ -274,8 +278,7 @@ class GAAdaptiveSampler(Sampler):
         if self.extra_training is not None and len(self.extra_training):
             tables.append(self.extra_training[names])
         if not history.empty and self.objective in history:
-            ok = history[(history["status"] == "ok") & np.isfinite(history[self.objective])]
-            tables.append(ok[names])
+            tables.append(history.loc[self._succeeded(history), names])
         if not tables:
             return pd.DataFrame(columns=names)
         return pd.concat(tables, ignore_index=True)
@@ -283,7 +286,8 @@ class GAAdaptiveSampler(Sampler):
     def _exploit(self, n: int, rng: np.random.Generator) -> pd.DataFrame:
         """``n`` rows of model-based exploitation (see :class:`Exploiter`), spread evenly over
         the exploitation points (a random subset of them when there are more than ``n``)."""
-        model = self._model()
+        measured = self._measured()
+        model = self._model(measured)
         if model is None:
             return self.space.empty_table()
         if self.points is not None and len(self.points):
@@ -297,7 +301,7 @@ class GAAdaptiveSampler(Sampler):
         left = (self.budget - self.n_told) / len(counts)
         return self.exploiter.propose(
             model,
-            self._measured(),
+            measured,
             points,
             counts,
             self._seen,
