@@ -106,7 +106,7 @@ def test_same_seed_same_campaign(kernel_path: Path, tmp_path: Path) -> None:
 def test_sigkill_during_sampling_loses_and_duplicates_nothing(
     kernel_path: Path, tmp_path: Path
 ) -> None:
-    budget, batch = 200, 10
+    budget, batch = 100, 10
     config = write_config(kernel_path, function="slow_model", budget=budget, batch=batch)
     out = tmp_path / "campaign"
     command = [

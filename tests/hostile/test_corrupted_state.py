@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.hostile.conftest import (
+    KERNELS,
     Folder,
     assert_clean,
     assert_refused,
@@ -23,14 +24,31 @@ BUDGET = 20
 VALIDATE = ["--reference", "block=8", "--grid", "4", "--repeats", "2"]
 
 
-@pytest.fixture
-def finished(folder: Folder) -> tuple[Folder, Path, Path]:
-    """A finished campaign: (folder, config, directory)."""
+@pytest.fixture(scope="module")
+def _pristine(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """One finished campaign per module, tuned once: (the user's folder, a copy of it as it
+    was when the campaign finished)."""
+    base = tmp_path_factory.mktemp("corrupted")
+    folder = Folder(base / "user")
+    folder.path.mkdir()
+    shutil.copyfile(KERNELS, folder.path / "kernels.py")
     config = folder.config(budget=BUDGET, batch=10)
-    out = folder.path / "run"
-    assert_clean(cli("tune", config, "--out", out, cwd=folder.path))
-    assert len(store_rows(out)) == BUDGET
-    return folder, config, out
+    assert_clean(cli("tune", config, "--out", folder.path / "run", cwd=folder.path))
+    assert len(store_rows(folder.path / "run")) == BUDGET
+    pristine = base / "pristine"
+    shutil.copytree(folder.path, pristine)
+    return folder.path, pristine
+
+
+@pytest.fixture
+def finished(_pristine: tuple[Path, Path]) -> tuple[Folder, Path, Path]:
+    """A finished campaign: (folder, config, directory), restored from the module's copy at the
+    path where it was tuned (campaign.json records the user's folder), so that every test
+    damages a campaign of its own without tuning one."""
+    path, pristine = _pristine
+    shutil.rmtree(path)
+    shutil.copytree(pristine, path)
+    return Folder(path), path / "campaign.toml", path / "run"
 
 
 def _store(out: Path) -> Path:
