@@ -151,7 +151,9 @@ class GAAdaptiveSampler(Sampler):
             maximize=maximize,
             settings=exploit,
         )
-        self.points = points if points is not None else finite_input_points(space)
+        finite = finite_input_points(space)
+        self.points = points if points is not None else finite
+        self._finite_inputs = finite is not None
         self.n_told = 0
         self.extra_training = extra_training
         self.warm_start = warm_start if has_extra else 0.0
@@ -335,10 +337,13 @@ class GAAdaptiveSampler(Sampler):
         self, measured: pd.DataFrame, points: pd.DataFrame
     ) -> dict[tuple[Any, ...], Surrogate]:
         """Per exploitation point with at least ``own_rows`` successful rows of its own, a
-        model of those rows alone (none when the campaign has a single point)."""
+        model of those rows alone. None when the campaign has a single point, or an input
+        that takes more than finitely many values: the hedge is between distinct input values
+        (GPUs, a list of sizes), while points of a grid over a continuous input are best
+        modelled together (and a model per grid point would cost a fit per point and batch)."""
         minimum = self.exploiter.settings.own_rows
         space = self.space
-        if minimum == 0 or len(points) < 2 or measured.empty:
+        if minimum == 0 or not self._finite_inputs or len(points) < 2 or measured.empty:
             return {}
         wanted = {input_key(space, row) for row in points.to_dict("records")}
         keys = [input_key(space, row) for row in measured[space.input_names].to_dict("records")]

@@ -50,3 +50,15 @@ def test_a_campaign_of_one_input_point_fits_no_second_model() -> None:
     sampler = GAAdaptiveSampler(space(), seed=0, budget=100)
     told(sampler, {"a": 12})
     assert sampler._own_models(sampler._measured(), pd.DataFrame({"gpu": ["a"]})) == {}
+
+
+def test_a_grid_over_a_continuous_input_fits_no_model_per_point() -> None:
+    continuous = Space(
+        [Parameter("n", "int", low=16, high=4096)],
+        [Parameter("tile", "int", values=tuple(range(1, 33)))],
+    )
+    grid = pd.DataFrame({"n": [16, 256, 4096]})
+    sampler = GAAdaptiveSampler(continuous, seed=0, budget=100, points=grid)
+    rows = pd.DataFrame({"n": [16] * 10 + [4096] * 10, "tile": list(range(1, 11)) * 2})
+    sampler.tell(rows, pd.DataFrame({"time": 1.0 + rows["tile"] / 10.0, "status": "ok"}))
+    assert sampler._own_models(sampler._measured(), grid) == {}
