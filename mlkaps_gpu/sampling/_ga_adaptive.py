@@ -158,7 +158,6 @@ class GAAdaptiveSampler(Sampler):
         self.extra_training = extra_training
         self.warm_start = warm_start if has_extra else 0.0
         self._warm_ranking: pd.DataFrame | None = None
-        self.log_target = log_target
 
     @property
     def _warm_rows(self) -> int:
@@ -262,16 +261,16 @@ class GAAdaptiveSampler(Sampler):
             return space.empty_table()
         return pd.concat(chosen, ignore_index=True)[space.names]
 
-    def _model(self, measured: pd.DataFrame) -> BootstrapEnsemble | None:
+    def _model(self, measured: pd.DataFrame, features: np.ndarray) -> BootstrapEnsemble | None:
         """The ensemble fitted on ``measured`` (``_measured()``: every successful measurement
-        and the transferred ones)."""
+        and the transferred ones) and its ``features``."""
         if len(measured) < 5:
             return None
         target = measured[self.objective].to_numpy(dtype=float)
         model = self.model_factory()
         if model.log_target and (target <= 0).any():
             model.log_target = False  # a log needs a positive objective
-        return model.fit(self.feature_space.features(measured), target)
+        return model.fit(features, target)
 
     def _failure_model(self) -> FailureClassifier | None:
         """A classifier of this campaign's failed rows (any status but ``ok``, or no finite
@@ -307,7 +306,8 @@ class GAAdaptiveSampler(Sampler):
         """``n`` rows of model-based exploitation (see :class:`Exploiter`), spread evenly over
         the exploitation points (a random subset of them when there are more than ``n``)."""
         measured = self._measured()
-        model = self._model(measured)
+        features = self.feature_space.features(measured)
+        model = self._model(measured, features)
         if model is None:
             return self.space.empty_table()
         if self.points is not None and len(self.points):
@@ -319,7 +319,7 @@ class GAAdaptiveSampler(Sampler):
             points = self.space.sample_inputs(n, rng)
             counts = np.ones(n, dtype=np.int64)
         left = (self.budget - self.n_told) / len(counts)
-        own = self._own_models(measured, points) if self.points is not None else None
+        own = self._own_models(measured, features, points, log_target=model.log_target)
         return self.exploiter.propose(
             model,
             measured,
@@ -334,33 +334,35 @@ class GAAdaptiveSampler(Sampler):
         )
 
     def _own_models(
-        self, measured: pd.DataFrame, points: pd.DataFrame
+        self,
+        measured: pd.DataFrame,
+        features: np.ndarray,
+        points: pd.DataFrame,
+        *,
+        log_target: bool,
     ) -> dict[tuple[Any, ...], Surrogate]:
         """Per exploitation point with at least ``own_rows`` successful rows of its own, a
         model of those rows alone. None when the campaign has a single point, or an input
         that takes more than finitely many values: the hedge is between distinct input values
         (GPUs, a list of sizes), while points of a grid over a continuous input are best
-        modelled together (and a model per grid point would cost a fit per point and batch)."""
+        modelled together (and a model per grid point would cost a fit per point and batch).
+        ``features`` are those of ``measured``; ``log_target`` is the shared ensemble's."""
         minimum = self.exploiter.settings.own_rows
         space = self.space
         if minimum == 0 or not self._finite_inputs or len(points) < 2 or measured.empty:
             return {}
         wanted = {input_key(space, row) for row in points.to_dict("records")}
-        keys = [input_key(space, row) for row in measured[space.input_names].to_dict("records")]
-        rows: dict[tuple[Any, ...], list[int]] = {}
-        for index, key in enumerate(keys):
-            if key in wanted:
-                rows.setdefault(key, []).append(index)
-        features = self.feature_space.features(measured)
         target = measured[self.objective].to_numpy(dtype=float)
-        log = self.log_target and bool((target > 0).all())
+        groups = measured.groupby(space.input_names, sort=False, dropna=False).indices
         models: dict[tuple[Any, ...], Surrogate] = {}
-        for key, members in rows.items():
-            if len(members) >= minimum:
+        for values, members in groups.items():
+            values = values if isinstance(values, tuple) else (values,)
+            key = input_key(space, dict(zip(space.input_names, values, strict=True)))
+            if key in wanted and len(members) >= minimum:
                 model = LightGBMSurrogate(
                     categorical_features=self.feature_space.categorical_features,
                     n_estimators=OWN_MODEL_TREES,
-                    log_target=log,
+                    log_target=log_target,
                     seed=self.seed,
                     params=dict(OWN_MODEL_PARAMS),
                 )

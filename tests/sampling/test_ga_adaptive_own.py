@@ -31,11 +31,16 @@ def told(sampler: GAAdaptiveSampler, per_gpu: dict[str, int]) -> None:
         sampler.tell(rows, measure(rows))
 
 
+def own_models(sampler: GAAdaptiveSampler, points: pd.DataFrame) -> dict:
+    measured = sampler._measured()
+    features = sampler.feature_space.features(measured)
+    return sampler._own_models(measured, features, points, log_target=True)
+
+
 def test_points_with_enough_rows_of_their_own_get_a_model_of_them() -> None:
     sampler = GAAdaptiveSampler(space(), seed=0, budget=100)
     told(sampler, {"a": 12, "b": 7, "c": 8})
-    measured = sampler._measured()
-    own = sampler._own_models(measured, sampler.points)
+    own = own_models(sampler, sampler.points)
     assert set(own) == {("a",), ("c",)}  # b has 7 rows, under own_rows = 8
     tiles = pd.DataFrame({"gpu": ["c"] * 32, "tile": np.arange(1, 33)})
     predicted = own[("c",)].predict(sampler.feature_space.features(tiles))
@@ -43,13 +48,13 @@ def test_points_with_enough_rows_of_their_own_get_a_model_of_them() -> None:
     assert predicted[15] < predicted[1]
     off = GAAdaptiveSampler(space(), seed=0, budget=100, exploit=ExploitSettings(own_rows=0))
     told(off, {"a": 12, "b": 7, "c": 8})
-    assert off._own_models(off._measured(), off.points) == {}
+    assert own_models(off, off.points) == {}
 
 
 def test_a_campaign_of_one_input_point_fits_no_second_model() -> None:
     sampler = GAAdaptiveSampler(space(), seed=0, budget=100)
     told(sampler, {"a": 12})
-    assert sampler._own_models(sampler._measured(), pd.DataFrame({"gpu": ["a"]})) == {}
+    assert own_models(sampler, pd.DataFrame({"gpu": ["a"]})) == {}
 
 
 def test_a_grid_over_a_continuous_input_fits_no_model_per_point() -> None:
@@ -61,4 +66,4 @@ def test_a_grid_over_a_continuous_input_fits_no_model_per_point() -> None:
     sampler = GAAdaptiveSampler(continuous, seed=0, budget=100, points=grid)
     rows = pd.DataFrame({"n": [16] * 10 + [4096] * 10, "tile": list(range(1, 11)) * 2})
     sampler.tell(rows, pd.DataFrame({"time": 1.0 + rows["tile"] / 10.0, "status": "ok"}))
-    assert sampler._own_models(sampler._measured(), grid) == {}
+    assert own_models(sampler, grid) == {}
