@@ -37,27 +37,19 @@ constraints = ["block <= n", "(n // block) ** 3 <= 32768"]
 time = "minimize"
 
 [sampling]
-method = "lhs"
 budget = 240
-batch_size = 40
-
-[surrogate]
-log_target = true
-
-[optimization]
-grid = { n = 64 }
 
 [trees]
-mode = "joint"
-max_depth = "auto"
 prefix = "demo"
 """
 
 
+#: The routine the demo tunes, as its configuration names it.
+DEMO_FUNCTION = "mlkaps_gpu.cli._demo:blocked_matmul"
 #: The fixed default the demo compares the header's choices with (valid at every size shown).
 DEMO_DEFAULT = {"block": 32, "order": "ijk"}
-#: The sizes the demo answers for.
-DEMO_SIZES = (48, 200, 500)
+#: The sizes the demo answers for: geometric over its range [32, 512], off the grid's points.
+DEMO_SIZES = (40, 64, 100, 150, 200, 280, 380, 500)
 
 
 @lru_cache(maxsize=4)

@@ -85,6 +85,12 @@ def build_parser(command: str | None = None, *, lazy: bool = False) -> argparse.
         help="answer every row of a CSV table of inputs (header line: the input names), "
         "as CSV on standard output; '-' reads standard input",
     )
+    select.add_argument(
+        "--as-choice",
+        action="store_true",
+        help="also name each answer as the replayed data does (AutoHeuristic: a 'choice' "
+        "column such as type=triton_BLOCK-M=64_..._numwarps=4)",
+    )
     demo = commands.add_parser("demo", help="tune the built-in example end to end")
     demo.add_argument("--out", type=Path, default=Path("mlkaps-demo"))
     demo.add_argument("--budget", type=int, default=None, help="override the demo budget")
@@ -248,22 +254,19 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _demo_gains(out: Path, *, as_json: bool) -> None:
-    """The header's answers at the demo sizes, their measured speed-up over a fixed default,
-    and the campaign report with its figures."""
-    from mlkaps_gpu.cli._demo import DEMO_DEFAULT, DEMO_SIZES
-    from mlkaps_gpu.cli._demo_speedup import describe, measured_speedups
-    from mlkaps_gpu.cli._select import select_with_header
+    """The header's answers at the demo sizes against every valid configuration measured
+    there (fraction of the optimum) and a fixed default (speed-up), and the campaign report."""
+    from mlkaps_gpu.cli._demo import DEMO_DEFAULT, DEMO_FUNCTION, DEMO_SIZES
+    from mlkaps_gpu.cli._demo_speedup import describe, json_record, measure_sizes
+    from mlkaps_gpu.cli._select import select_rows
     from mlkaps_gpu.validation import write_report
 
-    answers = [select_with_header(out, {"n": str(n)}) for n in DEMO_SIZES]
-    rows = measured_speedups(out, answers, DEMO_DEFAULT, DEMO_SIZES)
+    answers = select_rows(out, [{"n": str(n)} for n in DEMO_SIZES])
+    rows = measure_sizes(out, answers, DEMO_DEFAULT, DEMO_SIZES, DEMO_FUNCTION)
     report = write_report(out)
     if as_json:
-        print(json.dumps({"speedups": rows, "default": DEMO_DEFAULT, "report": str(report)}))
+        print(json.dumps(json_record(rows, DEMO_DEFAULT, report)))
         return
-    for n, answer in zip(DEMO_SIZES, answers, strict=True):
-        shown = ", ".join(f"{k}={v}" for k, v in answer.items())
-        print(f"select n={n}: {shown}")
     for line in describe(rows, DEMO_DEFAULT):
         print(line)
     print(f"report with figures: {report}")
@@ -275,6 +278,7 @@ def _select(args: argparse.Namespace) -> int:
         parse_assignments,
         read_inputs_csv,
         select_rows,
+        with_choices,
         write_answers_csv,
     )
 
@@ -293,6 +297,8 @@ def _select(args: argparse.Namespace) -> int:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         answers = select_rows(args.directory, rows)
+    if args.as_choice:
+        answers = with_choices(args.directory, answers)
     for warning in caught:
         print(f"mlkaps-gpu: warning: {_one_line(Exception(warning.message))}", file=sys.stderr)
     if args.csv is None:
