@@ -31,6 +31,7 @@ def tune(
     prefix: str = "mlkaps",
     seed: int = 0,
     force: bool = False,
+    remeasure: bool = False,
     progress: Progress | None = None,
 ) -> Campaign:
     """Run (or resume) a campaign end to end: sampling, surrogate, grid optimization, trees and
@@ -53,7 +54,10 @@ def tune(
         prefix: the header's symbol prefix.
         seed: the campaign's seed.
         force: resume even when the configuration differs from the one the directory was
-            started with.
+            started with, and rebuild outputs of finished stages that are damaged or missing
+            from the stored measurements.
+        remeasure: a missing or damaged measurement store is moved aside and measured again
+            from scratch (the CLI's ``--remeasure``); without it such a store is an error.
         progress: optional ``progress(stage, done, total)`` callback.
 
     Returns:
@@ -71,12 +75,20 @@ def tune(
             raise TypeError("tune: give either config, or space with kernel and budget")
         wanted = dict(objectives or {"time": "minimize"})
         text = config_text(space, budget=budget, objectives=wanted, prefix=prefix, seed=seed)
-        return _tune_objects(text, Path(out), kernel, list(wanted), force=force, progress=progress)
+        return _tune_objects(
+            text,
+            Path(out),
+            kernel,
+            list(wanted),
+            force=force,
+            remeasure=remeasure,
+            progress=progress,
+        )
     if config is None:
         raise TypeError("tune: give config (a TOML file or load_config's result) or space")
     if isinstance(config, str | os.PathLike):
         config = load_config(Path(config))
-    campaign = Campaign.create_or_resume(config, Path(out), force=force)
+    campaign = Campaign.create_or_resume(config, Path(out), force=force, remeasure=remeasure)
     campaign.run(progress)
     return campaign
 
@@ -88,12 +100,15 @@ def _tune_objects(
     objectives: list[str],
     *,
     force: bool,
+    remeasure: bool = False,
     progress: Progress | None,
 ) -> Campaign:
     """The campaign of a configuration text measured by ``kernel`` through ask / tell."""
     from mlkaps_gpu.campaign import Campaign, parse_config
 
-    campaign = Campaign.create_or_resume(parse_config(text, label="tune()"), out, force=force)
+    campaign = Campaign.create_or_resume(
+        parse_config(text, label="tune()"), out, force=force, remeasure=remeasure
+    )
     _drive(campaign, kernel, objectives, progress)
     campaign.run(progress)
     return campaign

@@ -12,7 +12,7 @@ Directory layout::
     samples.sqlite       every measurement
     models/<obj>.txt     LightGBM boosters
     optima.csv           best predicted configuration per grid point
-    selector.pkl         the fitted trees
+    selector.json        the fitted trees, as data (never a pickle)
     <prefix>.h           the header, verified against the trees
     verification.json    how the header was verified
 """
@@ -23,7 +23,6 @@ import hashlib
 import json
 import logging
 import os
-import pickle
 import shutil
 import time
 from collections.abc import Callable
@@ -53,7 +52,14 @@ from mlkaps_gpu.campaign._integrity import (
     store_problem,
 )
 from mlkaps_gpu.campaign._lock import CampaignLock, LockHeldError
-from mlkaps_gpu.campaign._readonly import ENVIRONMENT, META, ReadOnlyCampaign
+from mlkaps_gpu.campaign._readonly import (
+    ENVIRONMENT,
+    LEGACY_PICKLE,
+    META,
+    SELECTOR_FILE,
+    ReadOnlyCampaign,
+    selector_document,
+)
 from mlkaps_gpu.campaign._setup import Setup, prepare
 from mlkaps_gpu.campaign._store import SampleStore, StoreError
 from mlkaps_gpu.codegen import boundary_inputs, render_header, verify_header
@@ -70,7 +76,7 @@ from mlkaps_gpu.sampling import (
 )
 from mlkaps_gpu.space import Space, SpaceError
 from mlkaps_gpu.surrogate import BootstrapEnsemble, LightGBMSurrogate
-from mlkaps_gpu.trees import RegretOracle, Selector, fit_selector
+from mlkaps_gpu.trees import RegretOracle, Selector, fit_selector, tool_versions
 
 log = logging.getLogger("mlkaps_gpu")
 
@@ -161,7 +167,7 @@ class Campaign:
         try:
             state = _target_state(directory, config, force)  # again, under the lock
             if state == "resume":
-                _check_store(directory, remeasure)
+                _check_store(directory, remeasure, force=force)
             else:
                 _create_files(directory, config, setup, rebuild=state == "rebuild")
             campaign = cls(config, setup, directory)
@@ -236,8 +242,8 @@ class Campaign:
                 f"{directory}: config.toml cannot be read ({error}); restore it (a copy of the "
                 "configuration the campaign was started with)"
             ) from None
-        config = parse_config(text, path=base / "config.toml", label="config.toml")
-        campaign = cls(config, prepare(config), directory)
+        config, setup = _config_for_reading(directory, text, base)
+        campaign = cls(config, setup, directory)
         if write:
             lock = CampaignLock(directory)
             try:
@@ -281,7 +287,7 @@ class Campaign:
         if stage == "optimization":
             return ["optima.csv", "pareto.csv"]
         if stage == "trees":
-            return ["selector.pkl", self.header_path.name, "verification.json"]
+            return [SELECTOR_FILE, self.header_path.name, "verification.json"]
         return []
 
     def _mark_done(self, stage: str, **details: Any) -> None:
@@ -778,16 +784,17 @@ class Campaign:
                 if self.environment.get("replay")
                 else summary_line(self.environment)
             )
+        versions = tool_versions()
         header = render_header(selector, options.prefix, provenance=provenance)
-        (self.directory / "build").mkdir(exist_ok=True)
         rng = np.random.default_rng(self.config.seed)
         checks = boundary_inputs(selector, options.verify_inputs, rng)
-        report = verify_header(
-            selector, header, checks, prefix=options.prefix, workdir=self.directory / "build"
-        )
+        # compiled into the user's cache, never into the campaign directory
+        report = verify_header(selector, header, checks, prefix=options.prefix)
         if not report.ok:
             raise CampaignError(f"generated header failed verification: {report}")
-        _atomic_write(self.directory / "selector.pkl", pickle.dumps(selector))
+        document = selector_document(selector, options.prefix, versions, provenance)
+        _atomic_write(self.directory / SELECTOR_FILE, document)
+        (self.directory / LEGACY_PICKLE).unlink(missing_ok=True)
         _atomic_write(self.header_path, header.encode())
         details = {
             "header": self.header_path.name,
@@ -988,24 +995,20 @@ class Campaign:
         return details
 
     def load_selector(self) -> Selector:
-        """The trees :meth:`build_trees` fitted and pickled in ``selector.pkl``, for
-        :func:`~mlkaps_gpu.render_header`, validation or merge.
+        """The trees :meth:`build_trees` fitted, rebuilt from ``selector.json`` (data: nothing
+        in the directory is unpickled or run), for :func:`~mlkaps_gpu.render_header`,
+        validation or merge.
 
         The file is checked against the checksum the manifest recorded when it was written
-        before it is unpickled.
+        before it is read.
 
         Raises:
-            CampaignError: ``selector.pkl`` is missing, changed since it was written, cannot be
-                read or holds no selector (the message says how to rebuild it from the
-                measurements).
+            CampaignError: ``selector.json`` is missing, changed since it was written, cannot be
+                read or holds no selector, or the campaign predates it and keeps its trees as
+                ``selector.pkl`` (never loaded); the message says how to rebuild it from the
+                measurements.
         """
-        selector = ReadOnlyCampaign(self.directory).load_selector()
-        if not isinstance(selector, Selector):
-            rebuild = (
-                f"run mlkaps-gpu tune {self.directory / 'config.toml'} --out {self.directory} "
-                "to rebuild it from the measurements"
-            )
-            raise CampaignError(f"{self.directory}: selector.pkl holds no selector; {rebuild}")
+        selector: Selector = ReadOnlyCampaign(self.directory).load_selector()
         return selector
 
 
@@ -1043,9 +1046,52 @@ def _target_state(directory: Path, config: CampaignConfig, force: bool) -> str:
     return "new"
 
 
-def _check_store(directory: Path, remeasure: bool) -> None:
+def _check_store(directory: Path, remeasure: bool, *, force: bool | None = None) -> None:
     """Refuse a missing or damaged store unless ``remeasure`` (then set it aside and start
-    sampling again from an empty store)."""
+    sampling again from an empty store). With ``force`` given (a resumed ``tune``), the
+    outputs of finished stages are checked too (:func:`_check_outputs`)."""
+    _check_store_file(directory, remeasure)
+    if force is not None:
+        _check_outputs(directory, force)
+
+
+def _check_outputs(directory: Path, force: bool) -> None:
+    """Refuse, unless ``force``, a finished campaign whose outputs changed or vanished since
+    their stage wrote them, or whose trees are an old ``selector.pkl`` (never loaded). With
+    ``force`` the stages are redone from the stored measurements (the resume clears them)."""
+    meta = read_meta(directory)
+    changed = changed_outputs(directory, meta)
+    legacy = "trees" in meta["stages"] and SELECTOR_FILE not in meta.get("files", {})
+    if not changed and not legacy:
+        return
+    hint = ReadOnlyCampaign(directory).rebuild_hint()
+    if not force:
+        if changed:
+            name, problem = next(iter(changed.items()))
+            raise CampaignError(
+                f"{directory / name}: {problem}; the campaign's outputs are not rebuilt unless "
+                f"asked: {hint}"
+            )
+        raise CampaignError(
+            f"{directory / LEGACY_PICKLE}: the trees of this campaign were written by an older "
+            f"mlkaps_gpu as a Python pickle, which is never loaded; {hint} as {SELECTOR_FILE}"
+        )
+    if legacy:
+        log.warning(
+            "%s: %s (a pickle, never loaded) is replaced; the trees stage is redone from the "
+            "measurements (--force)",
+            directory,
+            LEGACY_PICKLE,
+        )
+        meta["stages"] = [s for s in meta["stages"] if s != "trees"]
+        files = meta.get("files", {})
+        meta["files"] = {k: v for k, v in files.items() if k != LEGACY_PICKLE}
+        _write_json(directory / META, meta)
+        (directory / LEGACY_PICKLE).unlink(missing_ok=True)
+
+
+def _check_store_file(directory: Path, remeasure: bool) -> None:
+    """The store part of :func:`_check_store`."""
     path = directory / STORE
     if not path.is_file():
         problem: str | None = f"{STORE} is missing"
@@ -1122,6 +1168,65 @@ def _create_files(directory: Path, config: CampaignConfig, setup: Setup, *, rebu
             "files": {},
         },
     )
+
+
+def _config_for_reading(directory: Path, text: str, base: Path) -> tuple[CampaignConfig, Setup]:
+    """The configuration and setup of an existing campaign (:meth:`Campaign.open`), its
+    outputs checked against their recorded checksums first.
+
+    Where the kernel or its data files cannot be found (a campaign directory handed to someone
+    else, replay files moved), a campaign whose trees are done is still read from its directory
+    alone: the space comes from ``selector.json`` (its parameters and constraints), the
+    settings from ``config.toml`` without its ``[kernel]`` table, and the executor refuses to
+    measure, saying what it needs (the original error)."""
+    ReadOnlyCampaign(directory).check_outputs()
+    try:
+        config = parse_config(text, path=base / "config.toml", label="config.toml")
+        return config, prepare(config)
+    except ConfigError as failure:
+        if not (directory / SELECTOR_FILE).is_file():
+            raise
+        error, problem = failure, str(failure)
+    import tomllib
+
+    from mlkaps_gpu.campaign._config import ConfigFile, _campaign_config
+
+    try:
+        data = tomllib.loads(text)
+        data["kernel"] = {"executor": "external"}
+        data.pop("transfer", None)
+        model = ConfigFile.model_validate(data, context={"base": str(base)})
+    except ValueError:  # TOML and validation errors: the original error says more
+        raise error from None
+    config = _campaign_config(model, text, base / "config.toml", "config.toml")
+    selector = ReadOnlyCampaign(directory).load_selector()
+    validity = selector.model_.validity
+    constraints = [] if validity is None else list(validity.constraints)
+    space = Space(list(selector.inputs_), list(selector.design_), constraints)
+    executor = _NoMeasurement(tuple(config.objectives), directory, problem)
+    log.info(
+        "%s: reading the campaign from its directory alone (%s); commands that measure are refused",
+        directory,
+        problem,
+    )
+    return config, Setup(space, executor, list(config.objectives), list(config.objectives.values()))
+
+
+class _NoMeasurement(ExternalExecutor):
+    """The executor of a campaign read from its directory alone: it measures nothing and says
+    what measuring would need."""
+
+    def __init__(self, objectives: tuple[str, ...], directory: Path, problem: str) -> None:
+        super().__init__(objectives)
+        self.directory = directory
+        self.problem = problem
+
+    def _run(self, rows: pd.DataFrame) -> pd.DataFrame:
+        raise CampaignError(
+            f"{self.directory}: this command measures the kernel, which needs what config.toml "
+            f"names and this machine lacks ({self.problem}); restore it, or use the stored "
+            "measurements only"
+        )
 
 
 class _FailureWatch:

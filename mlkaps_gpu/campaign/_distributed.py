@@ -196,12 +196,19 @@ def sample_distributed(
     done: int,
     progress: Progress | None = None,
     budget: int | None = None,
+    check: Callable[[pd.DataFrame], None] | None = None,
 ) -> float:
     """Measure on Dask workers until the budget is spent; returns the workers' executor seconds.
 
     ``sampler`` has already been restored from the ``done`` stored measurements; ``budget``
-    (default: ``[sampling] budget``) is the sampling stage's share of it.
+    (default: ``[sampling] budget``) is the sampling stage's share of it. ``check`` sees the
+    results of every stored batch and may stop the run by raising; by default it is the local
+    path's watch: a run whose first ``[sampling] stop_after_failures`` measurements all
+    failed stops with a :class:`~mlkaps_gpu.campaign.CampaignError` (the kernel fails every
+    time), the failed rows stored.
     """
+    if check is None:
+        check = _failure_watch(config, store)
     execution = config.execution
     with connect(execution, label=config.path.name) as (client, workers):
         executor = DaskExecutor(
@@ -218,6 +225,7 @@ def sample_distributed(
                 lookahead=lookahead,
                 done=done,
                 progress=progress,
+                check=check,
             )
         finally:
             executor.close()
@@ -234,8 +242,10 @@ def _measure(
     lookahead: int,
     done: int,
     progress: Progress | None,
+    check: Callable[[pd.DataFrame], None] | None = None,
 ) -> None:
-    """The ask -> submit -> collect -> store -> tell loop, batches kept in ask order."""
+    """The ask -> submit -> collect -> store -> tell loop, batches kept in ask order;
+    ``check`` sees each stored batch's results (it stops the run by raising)."""
     batches: deque[_Batch] = deque()  # asked, not yet stored, in ask order
     waiting: deque[tuple[_Batch, int]] = deque()  # parts not yet submitted
     running: dict[Future, tuple[_Batch, int]] = {}
@@ -272,9 +282,20 @@ def _measure(
                 done += len(batch.rows)
                 if progress:
                     progress("sampling", done, budget)
+                if check is not None:
+                    check(results)
     except BaseException:
         executor.client.cancel(list(running))
         raise
+
+
+def _failure_watch(config: CampaignConfig, store: SampleStore) -> Callable[[pd.DataFrame], None]:
+    """The local path's early stop (``_FailureWatch`` of the pipeline), for this store's
+    campaign directory."""
+    from mlkaps_gpu.campaign._campaign import DEFAULT_STOP_AFTER_FAILURES, _FailureWatch
+
+    limit = getattr(config.sampling, "stop_after_failures", DEFAULT_STOP_AFTER_FAILURES)
+    return _FailureWatch(store.path.parent, limit).check
 
 
 def _first_completed(futures: list[Future]) -> set[Future]:

@@ -11,7 +11,6 @@ the standard library only.
 from __future__ import annotations
 
 import json
-import pickle
 import tomllib
 import warnings
 from pathlib import Path
@@ -27,6 +26,11 @@ from mlkaps_gpu.campaign._integrity import changed_outputs, read_meta
 
 META = "campaign.json"
 ENVIRONMENT = "environment.json"
+#: The fitted trees as data (:meth:`Selector.to_dict <mlkaps_gpu.trees.Selector.to_dict>`) and
+#: the arguments the header was rendered with.
+SELECTOR_FILE = "selector.json"
+#: Where campaigns of mlkaps_gpu before 0.x kept the trees, as a pickle: never loaded.
+LEGACY_PICKLE = "selector.pkl"
 #: ``[trees] prefix`` when the configuration does not set it (``TreesSettings``' default).
 DEFAULT_PREFIX = "mlkaps"
 
@@ -85,6 +89,11 @@ class ReadOnlyCampaign:
         return self.directory / f"{self.prefix}.h"
 
     @property
+    def selector_path(self) -> Path:
+        """Where the trees stage writes the fitted trees, as data: ``selector.json``."""
+        return self.directory / SELECTOR_FILE
+
+    @property
     def environment(self) -> dict[str, Any]:
         """The recorded measurement environment (empty for directories that predate it)."""
         path = self.directory / ENVIRONMENT
@@ -115,20 +124,141 @@ class ReadOnlyCampaign:
                 f"{self.directory}: the campaign has not finished its {stage} stage; run tune"
             )
 
-    def load_selector(self) -> Any:
-        """The fitted selector (unpickling it imports the tree libraries); a selector.pkl that
-        changed since the trees stage wrote it is a :class:`CampaignError`."""
-        rebuild = (
-            f"run mlkaps-gpu tune {self.directory / 'config.toml'} --out {self.directory} to "
-            "rebuild it from the measurements"
+    def rebuild_hint(self) -> str:
+        """How to rebuild the outputs of this campaign from its stored measurements."""
+        return (
+            f"run mlkaps-gpu tune CONFIG --out {self.directory} --force (CONFIG: the campaign's "
+            f"configuration, a copy is {self.directory / 'config.toml'}) to rebuild it from the "
+            "stored measurements"
         )
-        changed = changed_outputs(self.directory, self.meta).get("selector.pkl")
-        if changed is not None:
-            raise CampaignError(f"{self.directory}: selector.pkl {changed}; {rebuild}")
-        try:
-            with open(self.directory / "selector.pkl", "rb") as handle:
-                return pickle.load(handle)  # noqa: S301 - our own file, written by the trees stage
-        except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ValueError) as error:
+
+    def check_outputs(self, names: list[str] | tuple[str, ...] | None = None) -> None:
+        """:class:`CampaignError` naming the first of ``names`` (paths relative to the
+        directory; default: every output the manifest records) that is missing or differs from
+        the checksum the manifest recorded when it was written, or that the manifest records no
+        checksum of. The message says how to rebuild it from the stored measurements."""
+        meta = self.meta
+        recorded = meta.get("files", {})
+        changed = changed_outputs(self.directory, meta)
+        if names is None:
+            names = sorted(recorded) if isinstance(recorded, dict) else sorted(changed)
+        for name in names:
+            if name in changed:
+                problem = changed[name]
+            elif not isinstance(recorded, dict) or name not in recorded:
+                problem = f"has no checksum in {META} (not written by a finished stage)"
+            else:
+                continue
+            raise CampaignError(f"{self.directory / name}: {problem}; {self.rebuild_hint()}")
+
+    def selector_document(self) -> dict[str, Any]:
+        """``selector.json`` read as data, after its checksum was checked; an old campaign
+        whose trees are a pickle is refused (a pickle can run code: it is never loaded)."""
+        path = self.directory / SELECTOR_FILE
+        if not path.exists() and (self.directory / LEGACY_PICKLE).exists():
             raise CampaignError(
-                f"{self.directory}: selector.pkl cannot be read ({error}); {rebuild}"
+                f"{self.directory / LEGACY_PICKLE}: the trees of this campaign were written by "
+                "an older mlkaps_gpu as a Python pickle, which is never loaded (opening it could "
+                f"run any code); {self.rebuild_hint()} as {SELECTOR_FILE}"
+            )
+        self.check_outputs([SELECTOR_FILE])
+        try:
+            document = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as error:
+            raise CampaignError(
+                f"{path}: cannot be read ({' '.join(str(error).split())}); {self.rebuild_hint()}"
             ) from None
+        if not isinstance(document, dict) or not isinstance(document.get("selector"), dict):
+            raise CampaignError(f"{path}: holds no 'selector' table; {self.rebuild_hint()}")
+        return document
+
+    def load_selector(self) -> Any:
+        """The fitted selector, rebuilt from ``selector.json`` (data only: nothing in the
+        directory is unpickled, imported or run). Damage is a :class:`CampaignError` naming
+        the file, what is wrong and how to rebuild it."""
+        from mlkaps_gpu.trees import Selector  # the tree libraries: only when asked for
+
+        document = self.selector_document()
+        try:
+            return Selector.from_dict(document["selector"])
+        except ValueError as error:
+            raise CampaignError(
+                f"{self.directory / SELECTOR_FILE}: not a selector ({error}); {self.rebuild_hint()}"
+            ) from None
+
+    def header_text(self) -> str:
+        """The header, rendered again from ``selector.json`` and checked to be the stored
+        ``<prefix>.h`` byte for byte (both checked against their checksums first): the text a
+        command may compile. A header that is not the one the trees render is damage."""
+        from mlkaps_gpu.codegen import render_model_header  # the tree libraries
+
+        self.check_outputs([self.header_path.name])
+        document = self.selector_document()
+        selector = self.load_selector()
+        arguments = document.get("header")
+        path = self.header_path
+        if not isinstance(arguments, dict):
+            raise CampaignError(
+                f"{self.directory / SELECTOR_FILE}: no 'header' table; {self.rebuild_hint()}"
+            )
+        versions = _pairs(arguments.get("versions"))
+        provenance = _pairs(arguments.get("provenance"))
+        if versions is None or provenance is None:
+            raise CampaignError(
+                f"{self.directory / SELECTOR_FILE}: 'header' holds no versions and provenance "
+                f"lists of [key, text] pairs; {self.rebuild_hint()}"
+            )
+        try:
+            text = render_model_header(
+                selector.fitted_model(),
+                prefix=self.prefix,
+                versions=versions,
+                provenance=provenance,
+                lookup=bool(arguments.get("lookup", True)),
+            )
+        except ValueError as error:
+            raise CampaignError(
+                f"{self.directory / SELECTOR_FILE}: its trees render no header ({error}); "
+                f"{self.rebuild_hint()}"
+            ) from None
+        try:
+            stored = path.read_bytes()
+        except OSError as error:
+            raise CampaignError(
+                f"{path}: cannot be read ({error}); {self.rebuild_hint()}"
+            ) from None
+        if stored != text.encode("utf-8"):
+            raise CampaignError(
+                f"{path}: differs from the header the trees of {SELECTOR_FILE} render; "
+                f"{self.rebuild_hint()}"
+            )
+        return text
+
+
+def _pairs(value: Any) -> dict[str, str] | None:
+    """``[[key, text], ...]`` as an ordered dict (None: not such a list)."""
+    if not isinstance(value, list):
+        return None
+    if not all(
+        isinstance(p, list) and len(p) == 2 and all(isinstance(t, str) for t in p) for p in value
+    ):
+        return None
+    return {key: text for key, text in value}
+
+
+def selector_document(
+    selector: Any, prefix: str, versions: dict[str, str], provenance: dict[str, Any]
+) -> bytes:
+    """The bytes of ``selector.json``: the selector as data and the arguments its header was
+    rendered with (:meth:`ReadOnlyCampaign.header_text` renders it again from them)."""
+    document = {
+        "selector": selector.to_dict(),
+        "header": {
+            "prefix": prefix,
+            # [key, value] pairs: the header lists them in this order
+            "versions": [[str(k), str(v)] for k, v in versions.items()],
+            "provenance": [[str(k), str(v)] for k, v in provenance.items()],
+            "lookup": True,
+        },
+    }
+    return json.dumps(document, indent=1, sort_keys=True).encode("utf-8")

@@ -68,7 +68,7 @@ def export_header(
         raise CampaignError("export: give at least one campaign directory with --targets")
     campaigns = [Campaign.open(directory, write=True) for directory in directories]
     for campaign in campaigns:
-        if not (campaign.directory / "selector.pkl").exists():
+        if not campaign.done("trees"):
             raise CampaignError(
                 f"{campaign.directory}: no fitted selector; run 'mlkaps-gpu tune' to the end"
             )

@@ -1,22 +1,25 @@
 """``mlkaps-gpu select``: answer with the configuration chosen by the compiled header.
 
-The header of a campaign is compiled once through cffi (cached under ``DIR/build/``) and called
-with the given inputs, so the answer is the one a library embedding the header would get.
+The header of a campaign is compiled once through cffi and called with the given inputs, so the
+answer is the one a library embedding the header would get. Nothing in the campaign directory is
+compiled as it stands or loaded: the directory is data (see ``docs/security.md``).
 
-The first call compiles the header with a small batch wrapper (this needs the fitted selector,
-hence the tree libraries) and writes ``DIR/build/select.json``: the compiled module, its
-function, and the type and values of every input and design parameter. Every later call reads
-that file, checks it against the header's hash, loads the module and calls it: the standard
-library and cffi's backend only, no executor, no data files, no configuration validation (see
-:class:`~mlkaps_gpu.campaign.ReadOnlyCampaign`). ``--csv FILE`` answers every row of a table
-in the same call.
+The first call checks every output (``selector.json`` and ``<prefix>.h`` among them) against
+the checksums the manifest recorded, rebuilds the selector from ``selector.json``, renders its
+header again and requires it to be the stored header byte for byte, then compiles that text with
+a small batch wrapper into the user's cache (:mod:`mlkaps_gpu.user_cache`), with a
+``select-<digest>.json`` beside it: the compiled module, its function, and the type and values of
+every input and design parameter, keyed by the digests of both files. Every later call checks
+the checksums, finds that file in the cache, loads the module (checked there before it is
+loaded) and calls it: the standard library and cffi's backend only, no executor, no data files,
+no configuration validation (see :class:`~mlkaps_gpu.campaign.ReadOnlyCampaign`). ``--csv FILE``
+answers every row of a table in the same call.
 """
 
 from __future__ import annotations
 
 import csv
 import hashlib
-import importlib.util
 import json
 import os
 import re
@@ -26,7 +29,6 @@ from typing import Any, TextIO
 
 from mlkaps_gpu.campaign import CampaignError, ReadOnlyCampaign
 
-MANIFEST = "select.json"
 _C_TYPES = {"int": "long long", "float": "double", "bool": "int", "categorical": "int"}
 _INTEGER = re.compile(r"\s*[+-]?\d+\s*")
 
@@ -53,6 +55,26 @@ def select_rows(directory: str | Path, rows: Sequence[Mapping[str, str]]) -> lis
     campaign.require("trees")
     campaign.warn_if_elsewhere()
     return HeaderFunction.load(campaign)(rows)
+
+
+def with_choices(directory: str | Path, answers: Sequence[Mapping[str, Any]]) -> list[dict]:
+    """Each answer with ``choice``: the configuration named as the campaign's data names it
+    (a replay of PyTorch AutoHeuristic data: ``type=triton_BLOCK-M=64_..._numwarps=4``, or the
+    ``extern_*`` choice).
+
+    Raises:
+        CampaignError: the campaign does not replay data that names its choices.
+    """
+    kernel = ReadOnlyCampaign.open(directory).settings.get("kernel", {})
+    if not isinstance(kernel, Mapping) or kernel.get("format") != "autoheuristic":
+        shown = kernel.get("format", "kernel_tuner") if isinstance(kernel, Mapping) else None
+        raise CampaignError(
+            f"--as-choice: {directory} does not replay AutoHeuristic data ([kernel] format is "
+            f"{shown!r}; allowed: 'autoheuristic'), so its answers have no choice name"
+        )
+    from mlkaps_gpu.executors import choice_of  # pandas: only for this option
+
+    return [{**answer, "choice": choice_of(answer)} for answer in answers]
 
 
 def read_inputs_csv(handle: TextIO) -> list[dict[str, str]]:
@@ -101,41 +123,40 @@ class HeaderFunction:
 
     @classmethod
     def load(cls, campaign: ReadOnlyCampaign) -> HeaderFunction:
-        """From ``build/select.json`` when it matches the header, else compiled (and saved)."""
-        header = campaign.header_path.read_bytes()
-        digest = hashlib.sha256(header).hexdigest()
-        build = campaign.directory / "build"
+        """From the user's cache when this header and selector were compiled before, else
+        compiled (after the checks of :meth:`ReadOnlyCampaign.header_text`) and recorded."""
+        from mlkaps_gpu import user_cache
+
+        campaign.check_outputs()  # every recorded output: a damaged campaign is named as such
+        key = user_cache.source_digest(
+            hashlib.sha256(campaign.header_path.read_bytes()).hexdigest(),
+            hashlib.sha256(campaign.selector_path.read_bytes()).hexdigest(),
+            campaign.prefix,
+        )[:32]
+        record = user_cache.cache_folder("header") / f"select-{key}.json"
         try:
-            manifest = json.loads((build / MANIFEST).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            manifest = None
-        if manifest and manifest.get("header_sha256") == digest:
-            library = build / manifest["module_file"]
-            if library.is_file():
-                module = _import(manifest["module"], library)
-                return cls(module, manifest["function"], manifest["inputs"], manifest["design"])
-        return cls._compile(campaign, header.decode("utf-8"), digest)
+            manifest = json.loads(record.read_text(encoding="utf-8"))
+            module = user_cache.load_module("header", manifest["module"], _no_build)
+            return cls(module, manifest["function"], manifest["inputs"], manifest["design"])
+        except (OSError, ValueError, KeyError, TypeError, ImportError):
+            pass  # not compiled yet (or the cache was cleaned): compile it
+        return cls._compile(campaign, record)
 
     @classmethod
-    def _compile(cls, campaign: ReadOnlyCampaign, header: str, digest: str) -> HeaderFunction:
+    def _compile(cls, campaign: ReadOnlyCampaign, record: Path) -> HeaderFunction:
         from mlkaps_gpu.codegen import CompiledHeader  # the tree libraries: first call only
 
-        build = campaign.directory / "build"
-        compiled = CompiledHeader(
-            campaign.load_selector(), header, prefix=campaign.prefix, build_dir=build
-        )
-        library = Path(compiled.module.__file__)
+        header = campaign.header_text()  # the stored header, rendered again from the data
+        compiled = CompiledHeader(campaign.load_selector(), header, prefix=campaign.prefix)
         manifest = {
-            "header_sha256": digest,
             "module": compiled.module.__name__,
-            "module_file": os.path.relpath(library, build),
             "function": compiled.function,
             "inputs": [_describe(p) for p in compiled.model.inputs],
             "design": [_describe(p) for p in compiled.model.design],
         }
-        temporary = build / f"{MANIFEST}.{os.getpid()}.tmp"
+        temporary = record.with_name(f"{record.name}.{os.getpid()}.tmp")
         temporary.write_text(json.dumps(manifest, indent=1), encoding="utf-8")
-        os.replace(temporary, build / MANIFEST)
+        os.replace(temporary, record)
         return cls(compiled.module, compiled.function, manifest["inputs"], manifest["design"])
 
     def __call__(self, rows: Sequence[Mapping[str, str]]) -> list[dict[str, Any]]:
@@ -167,13 +188,8 @@ def _describe(parameter: Any) -> dict[str, Any]:
     return entry
 
 
-def _import(name: str, library: Path) -> Any:
-    spec = importlib.util.spec_from_file_location(name, library)
-    if spec is None or spec.loader is None:
-        raise CampaignError(f"cannot import the compiled header {library}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def _no_build(folder: Path) -> Path:
+    raise ImportError("not in the cache")
 
 
 def _parse(parameter: Mapping[str, Any], text: str) -> int | float:

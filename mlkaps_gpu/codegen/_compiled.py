@@ -2,27 +2,27 @@
 
 Used by ``mlkaps-gpu select`` so that answers come from the compiled header itself (what a
 library embedding it would get), not from the Python trees. The module is keyed by a hash of the
-header and wrapper source; a second call finds the built module in ``build_dir`` and only imports
-it.
+header and wrapper source, built into the user's cache (:mod:`mlkaps_gpu.user_cache`) and checked
+there before it is loaded; a second call finds it there. Nothing is built in or loaded from a
+campaign directory.
 """
 
 from __future__ import annotations
 
-import hashlib
-import importlib.util
 from pathlib import Path
 from typing import Any
 
-import cffi
 import numpy as np
 import pandas as pd
 
+from mlkaps_gpu import user_cache
 from mlkaps_gpu.codegen._names import NamePlan
 from mlkaps_gpu.codegen._verify import (
     _C_ARRAY_TYPES,
     _NUMPY_TYPES,
     _input_array,
     _wrapper_source,
+    load_cached_module,
 )
 from mlkaps_gpu.trees import DecisionModel, Selector, model_of
 
@@ -35,11 +35,17 @@ class CompiledHeader:
             gives the parameter types, not the answers.
         header: the header text.
         prefix: the prefix the header was generated with.
-        build_dir: where the compiled module is kept between calls.
+        build_dir: unused (kept for callers): the module is built in, and loaded from, the
+            user's cache (:mod:`mlkaps_gpu.user_cache`), keyed by the hash of its source.
     """
 
     def __init__(
-        self, selector: Selector | DecisionModel, header: str, *, prefix: str, build_dir: Path
+        self,
+        selector: Selector | DecisionModel,
+        header: str,
+        *,
+        prefix: str,
+        build_dir: Path | None = None,
     ) -> None:
         self.model = model_of(selector)
         plan = NamePlan.build(prefix, self.model.inputs, self.model.design, self.model.tree_names)
@@ -49,23 +55,8 @@ class CompiledHeader:
             self.function += "_"
         declaration, definition = _wrapper_source(self.model, plan, self.function)
         source = header + "\n" + definition + "\n"
-        digest = hashlib.sha256(source.encode("utf-8")).hexdigest()[:16]
-        name = f"_mlkaps_header_{digest}"
-        build_dir = Path(build_dir)
-        build_dir.mkdir(parents=True, exist_ok=True)
-        built = sorted(build_dir.glob(f"{name}.*.so")) + sorted(build_dir.glob(f"{name}.so"))
-        if built:
-            path = str(built[0])
-        else:
-            ffi = cffi.FFI()
-            ffi.cdef(declaration)
-            ffi.set_source(name, source)
-            path = ffi.compile(tmpdir=str(build_dir), verbose=False)
-        spec = importlib.util.spec_from_file_location(name, path)
-        if spec is None or spec.loader is None:
-            raise RuntimeError(f"cannot import the compiled header module {path}")
-        self.module: Any = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(self.module)
+        digest = user_cache.source_digest(declaration, source)[:24]
+        self.module: Any = load_cached_module(f"_mlkaps_header_{digest}", declaration, source)
 
     def __call__(self, inputs_table: pd.DataFrame) -> pd.DataFrame:
         """The header's configuration for every row (one column per design parameter)."""

@@ -17,13 +17,8 @@ returns ``None`` after saying why in the log, once, and the surrogate predicts w
 
 from __future__ import annotations
 
-import atexit
-import hashlib
-import importlib.util
 import logging
 import os
-import shutil
-import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -31,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from mlkaps_gpu import user_cache
 from mlkaps_gpu.surrogate._forest import (
     ForestTables,
     UnsupportedModelError,
@@ -158,29 +154,30 @@ int mlkaps_forest_predict(const double *x, int64_t n_rows, int64_t n_features,
 }
 """
 
-_MODULE = "_mlkaps_forest_" + hashlib.sha256((_CDEF + _SOURCE).encode()).hexdigest()[:12]
-_COMPILE_ARGS = ["-O3"]  # no -march=native: a cached engine may move with its campaign
+_COMPILE_ARGS = ["-O3"]  # no -march=native: the cache folder may be shared by machines
+_MODULE = "_mlkaps_forest_" + user_cache.source_digest(_CDEF, _SOURCE, *_COMPILE_ARGS)[:16]
 _engines: dict[str, Any] = {}
 _unavailable: dict[str, str] = {}
 _lock = threading.Lock()
-_process_folder: Path | None = None
 
 
 def load_engine(cache_dir: str | Path | None = None) -> Any | None:
-    """The compiled engine module, built once into ``cache_dir`` (or a folder of this process).
+    """The compiled engine module, built once into the user's cache (see
+    :mod:`mlkaps_gpu.user_cache`: keyed by the hash of its source, checked before loading).
 
-    Returns ``None`` when it cannot be built (no C compiler, no cffi); the first failure is
-    logged once as a warning, and later calls return ``None`` without trying again.
+    ``cache_dir`` is accepted for compatibility and not used: a module is never loaded from a
+    campaign directory. Returns ``None`` when it cannot be built (no C compiler, no cffi); the
+    first failure is logged once as a warning, and later calls return ``None`` without trying
+    again.
     """
-    folder = Path(cache_dir) if cache_dir is not None else _temporary_folder()
-    key = str(folder.resolve())
+    del cache_dir
     with _lock:
-        if key in _engines:
-            return _engines[key]
+        if _MODULE in _engines:
+            return _engines[_MODULE]
         if _unavailable:
             return None
         try:
-            module = _import_or_build(folder)
+            module = user_cache.load_module("forest", _MODULE, _build)
         except (ImportError, OSError, RuntimeError) as error:
             reason = " ".join(str(error).split())[:300] or type(error).__name__
             _unavailable["reason"] = reason
@@ -188,48 +185,21 @@ def load_engine(cache_dir: str | Path | None = None) -> Any | None:
                 "compiled surrogate engine unavailable (%s); predicting with LightGBM", reason
             )
             return None
-        _engines[key] = module
+        _engines[_MODULE] = module
         return module
 
 
-def _temporary_folder() -> Path:
-    global _process_folder
-    if _process_folder is None:
-        _process_folder = Path(tempfile.mkdtemp(prefix="mlkaps_forest_"))
-        atexit.register(shutil.rmtree, _process_folder, True)
-    return _process_folder
-
-
-def _import_or_build(folder: Path) -> Any:
-    folder.mkdir(parents=True, exist_ok=True)
-    built = sorted(folder.glob(f"{_MODULE}.*.so")) + sorted(folder.glob(f"{_MODULE}.so"))
-    path = built[0] if built else _build(folder)
-    spec = importlib.util.spec_from_file_location(_MODULE, path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot import the compiled engine {path}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def _build(folder: Path) -> Path:
-    """Compile in a private folder, then move the library in place (atomic for readers)."""
+    """Compile the engine in ``folder`` (a private folder of the cache); returns the file."""
     import cffi  # here: only a build needs it
 
     ffi = cffi.FFI()
     ffi.cdef(_CDEF)
     ffi.set_source(_MODULE, _SOURCE, extra_compile_args=_COMPILE_ARGS)
-    work = Path(tempfile.mkdtemp(prefix="build_", dir=folder))
     try:
-        try:
-            library = Path(ffi.compile(tmpdir=str(work), verbose=False))
-        except (cffi.VerificationError, cffi.CDefError) as error:
-            raise RuntimeError(str(error)) from error
-        target = folder / library.name
-        os.replace(library, target)
-        return target
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+        return Path(ffi.compile(tmpdir=str(folder), verbose=False))
+    except (cffi.VerificationError, cffi.CDefError) as error:
+        raise RuntimeError(str(error)) from error
 
 
 class CompiledForest:
@@ -335,8 +305,9 @@ def _chunks(n_rows: int, threads: int) -> list[slice]:
 def compile_model(model_text: str, *, cache_dir: str | Path | None = None) -> CompiledForest | None:
     """The compiled predictor of a model given as LightGBM text, or ``None`` for LightGBM.
 
-    With ``cache_dir``, the engine is built (once) there and the model's tables are cached
-    there as ``forest-<digest>.npz``, so a campaign compiles nothing on its next run.
+    The engine is built once into the user's cache (:mod:`mlkaps_gpu.user_cache`); with
+    ``cache_dir``, the model's tables are cached there too (``forest-<digest>.npz``), so a
+    campaign compiles nothing on its next run.
     ``None`` when the engine cannot be built or the model uses what the engine does not
     implement (both logged once).
     """
@@ -352,9 +323,11 @@ def compile_model(model_text: str, *, cache_dir: str | Path | None = None) -> Co
 
 
 def _cached_tables(model_text: str, cache_dir: str | Path | None) -> ForestTables:
+    """The model's tables; with ``cache_dir``, kept as ``forest-<model digest>.npz`` in the
+    user's cache (never in a campaign directory: the engine trusts the tables' indices)."""
     if cache_dir is None:
         return read_tables(model_text)
-    path = Path(cache_dir) / f"forest-{model_digest(model_text)[:16]}.npz"
+    path = user_cache.cache_folder("forest") / f"forest-{model_digest(model_text)[:32]}.npz"
     if path.exists():
         try:
             return ForestTables.load(path)

@@ -10,7 +10,6 @@ on a tiny data set so that LightGBM's own checks run too.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import functools
 import io
 import math
@@ -215,10 +214,22 @@ def _quiet_output() -> Iterator[None]:
         os.close(saved)
 
 
+_libc: list[Any] = []
+
+
 def _flush_c_streams() -> None:
+    """``fflush(NULL)`` of the C library, called through cffi's ABI mode (the C library of
+    the process, opened once); nothing where it cannot be opened."""
     try:
-        ctypes.CDLL(None).fflush(None)
-    except (OSError, AttributeError):  # pragma: no cover - no C library to flush
+        if not _libc:
+            import cffi
+
+            ffi = cffi.FFI()
+            ffi.cdef("int fflush(void *stream);")
+            _libc.append((ffi, ffi.dlopen(None)))
+        ffi, libc = _libc[0]
+        libc.fflush(ffi.NULL)
+    except (OSError, AttributeError, ImportError):  # pragma: no cover - no C library
         pass
 
 

@@ -201,6 +201,24 @@ class Selector(abc.ABC):
         """
         return self._check_fitted().predict(inputs_table)
 
+    def to_dict(self) -> dict[str, Any]:
+        """The fitted selector as JSON-ready data (no pickle): its class and hyperparameters,
+        and its decision model (parameters, the trees' node arrays as scikit-learn built them,
+        per-leaf value codes, the constraints and the fallback candidates).
+
+        :meth:`from_dict` rebuilds a selector whose ``select`` answers and rendered header
+        are identical (floats are written as ``repr``, which reads back exactly). The
+        scikit-learn estimators themselves (``trees_``; a joint selector's ``tree_`` when it
+        is one) are not kept: their node arrays are the model's trees.
+        """
+        return _to_dict(self)
+
+    @staticmethod
+    def from_dict(data: Any) -> Selector:
+        """The selector :meth:`to_dict` wrote (a :class:`SelectorDataError`, naming the key,
+        for anything else). Only data is read: nothing is imported or called by name."""
+        return _from_dict(data)
+
 
 class PerParameterSelector(Selector):
     """One decision tree per design parameter.
@@ -260,3 +278,293 @@ class PerParameterSelector(Selector):
                 " design parameter"
             ),
         )
+
+
+# --------------------------------------------------------------------------- serialization
+#: ``format`` of a selector written by :meth:`Selector.to_dict`.
+SELECTOR_FORMAT = "mlkaps_gpu.selector"
+#: Its version: a reader refuses other versions.
+SELECTOR_VERSION = 1
+#: Constructor arguments of each selector class kept in the data (hyperparameters).
+_PARAMS = {
+    "PerParameterSelector": ("max_depth", "min_samples_leaf", "random_state"),
+    "JointSelector": (
+        "max_depth",
+        "min_samples_leaf",
+        "random_state",
+        "partition",
+        "max_candidates",
+        "regret_cap",
+        "max_probes",
+    ),
+}
+
+
+class SelectorDataError(ValueError):
+    """Selector data (``to_dict``'s output, read back) is not a selector; the message names
+    the key and what is wrong."""
+
+
+def _to_dict(selector: Selector) -> dict[str, Any]:
+    model = selector._check_fitted()
+    name = type(selector).__name__
+    if name not in _PARAMS:
+        raise TypeError(f"{name}: only {sorted(_PARAMS)} can be written as data")
+    data: dict[str, Any] = {
+        "format": SELECTOR_FORMAT,
+        "version": SELECTOR_VERSION,
+        "class": name,
+        "params": {key: getattr(selector, key) for key in _PARAMS[name]},
+        "model": model_to_dict(model),
+    }
+    if name == "JointSelector":
+        partition = selector._partition_structure()  # type: ignore[attr-defined]
+        data["partition"] = _tree_to_dict(partition)
+        leaves = getattr(selector, "leaves_", None)
+        data["leaves"] = None if leaves is None else json_records(leaves.to_dict("records"))
+    return data
+
+
+def _from_dict(data: Any) -> Selector:
+    from mlkaps_gpu.trees._joint import JointSelector
+
+    _expect(data, dict, "selector")
+    if data.get("format") != SELECTOR_FORMAT:
+        raise SelectorDataError(f"'format' is {data.get('format')!r}, not {SELECTOR_FORMAT!r}")
+    if data.get("version") != SELECTOR_VERSION:
+        raise SelectorDataError(
+            f"'version' is {data.get('version')!r}; this mlkaps_gpu reads version "
+            f"{SELECTOR_VERSION}"
+        )
+    classes: dict[str, type[Selector]] = {
+        "PerParameterSelector": PerParameterSelector,
+        "JointSelector": JointSelector,
+    }
+    name = data.get("class")
+    if name not in classes:
+        raise SelectorDataError(f"'class' is {name!r}, not one of {sorted(classes)}")
+    params = _expect(data.get("params"), dict, "params")
+    unknown = sorted(set(params) - set(_PARAMS[name]))
+    if unknown:
+        raise SelectorDataError(f"params: unknown key(s) {unknown} of {name}")
+    for key, value in params.items():
+        if value is not None and not isinstance(value, (int, float, str)):
+            raise SelectorDataError(f"params.{key}: {value!r} is not a number or a string")
+    try:
+        selector = classes[name](**params)
+    except (TypeError, ValueError) as error:
+        raise SelectorDataError(f"params: {error}") from None
+    model = model_from_dict(data.get("model"))
+    selector.inputs_ = model.inputs
+    selector.design_ = model.design
+    selector.model_ = model
+    if name == "JointSelector":
+        selector.tree_ = _tree_from_dict(data.get("partition"), "partition")  # type: ignore[attr-defined]
+        leaves = data.get("leaves")
+        if leaves is not None:
+            _expect(leaves, list, "leaves")
+            selector.leaves_ = pd.DataFrame(leaves)  # type: ignore[attr-defined]
+    return selector
+
+
+def json_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Records with numpy scalars and arrays made plain JSON values."""
+    return [{str(k): _plain(v) for k, v in record.items()} for record in records]
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return [_plain(v) for v in value.tolist()]
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def _expect(value: Any, kind: type | tuple[type, ...], where: str) -> Any:
+    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+        names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+        raise SelectorDataError(f"{where}: expected {names}, got {type(value).__name__}")
+    return value
+
+
+def parameter_to_dict(parameter: Parameter) -> dict[str, Any]:
+    """A parameter as JSON-ready data (:func:`parameter_from_dict` reads it back)."""
+    return {
+        "name": parameter.name,
+        "kind": parameter.kind,
+        "values": None if parameter.values is None else [_plain(v) for v in parameter.values],
+        "low": _plain(parameter.low),
+        "high": _plain(parameter.high),
+        "log": bool(parameter.log),
+        "levels": parameter.levels,
+    }
+
+
+def parameter_from_dict(data: Any, where: str = "parameter") -> Parameter:
+    """The parameter :func:`parameter_to_dict` wrote (:class:`SelectorDataError` otherwise)."""
+    _expect(data, dict, where)
+    keys = {"name", "kind", "values", "low", "high", "log", "levels"}
+    if set(data) != keys:
+        raise SelectorDataError(f"{where}: keys {sorted(data)}, expected {sorted(keys)}")
+    values = data["values"]
+    if values is not None:
+        _expect(values, list, f"{where}.values")
+        for value in values:
+            if not isinstance(value, (bool, int, float, str)):
+                raise SelectorDataError(f"{where}.values: {value!r} is no plain value")
+    for key in ("low", "high"):
+        if data[key] is not None and (
+            isinstance(data[key], bool) or not isinstance(data[key], (int, float))
+        ):
+            raise SelectorDataError(f"{where}.{key}: {data[key]!r} is not a number")
+    _expect(data["log"], bool, f"{where}.log")
+    if data["levels"] is not None:
+        _expect(data["levels"], int, f"{where}.levels")
+    try:
+        return Parameter(
+            name=data["name"],
+            kind=data["kind"],
+            values=None if values is None else tuple(values),
+            low=data["low"],
+            high=data["high"],
+            log=data["log"],
+            levels=data["levels"],
+        )
+    except (TypeError, ValueError) as error:
+        raise SelectorDataError(f"{where}: {error}") from None
+
+
+def _tree_to_dict(tree: TreeStructure) -> dict[str, Any]:
+    return {
+        "children_left": tree.children_left.tolist(),
+        "children_right": tree.children_right.tolist(),
+        "feature": tree.feature.tolist(),
+        "threshold": [float(v) for v in tree.threshold],  # repr: exact in JSON
+        "nan_goes_left": tree.nan_goes_left.tolist(),
+    }
+
+
+def _number_array(values: Any, where: str, kind: str) -> np.ndarray:
+    _expect(values, list, where)
+    allowed: tuple[type, ...] = {"int": (int,), "float": (int, float), "bool": (bool,)}[kind]
+    for value in values:
+        if not isinstance(value, allowed) or (kind != "bool" and isinstance(value, bool)):
+            raise SelectorDataError(f"{where}: {value!r} is not a {kind}")
+    dtype = {"int": np.int64, "float": np.float64, "bool": bool}[kind]
+    try:
+        return np.array(values, dtype=dtype)
+    except OverflowError:
+        raise SelectorDataError(f"{where}: a value is out of range") from None
+
+
+def _tree_from_dict(data: Any, where: str) -> TreeStructure:
+    _expect(data, dict, where)
+    kinds = {
+        "children_left": "int",
+        "children_right": "int",
+        "feature": "int",
+        "threshold": "float",
+        "nan_goes_left": "bool",
+    }
+    if set(data) != set(kinds):
+        raise SelectorDataError(f"{where}: keys {sorted(data)}, expected {sorted(kinds)}")
+    arrays = {key: _number_array(data[key], f"{where}.{key}", kind) for key, kind in kinds.items()}
+    try:
+        return TreeStructure(**arrays)
+    except ValueError as error:
+        raise SelectorDataError(f"{where}: {error}") from None
+
+
+def model_to_dict(model: DecisionModel) -> dict[str, Any]:
+    """A decision model as JSON-ready data: parameters, node arrays, leaf codes, validity."""
+    design = list(model.design)
+    validity = model.validity
+    return {
+        "inputs": [parameter_to_dict(p) for p in model.inputs],
+        "design": [parameter_to_dict(p) for p in design],
+        "trees": [_tree_to_dict(tree) for tree in model.trees],
+        "tree_names": list(model.tree_names),
+        "outputs": [{"tree": o.tree, "codes": o.codes.tolist()} for o in model.outputs],
+        "description": model.description,
+        "validity": None
+        if validity is None
+        else {
+            "constraints": list(validity.constraints),
+            "candidates": None if validity.candidates is None else validity.candidates.tolist(),
+        },
+    }
+
+
+def model_from_dict(data: Any) -> DecisionModel:
+    """The model :func:`model_to_dict` wrote; :class:`SelectorDataError` naming the key for
+    anything else (wrong types, arrays that are no tree, codes outside a domain...)."""
+    _expect(data, dict, "model")
+    keys = {"inputs", "design", "trees", "tree_names", "outputs", "description", "validity"}
+    if set(data) != keys:
+        raise SelectorDataError(f"model: keys {sorted(data)}, expected {sorted(keys)}")
+    inputs = tuple(
+        parameter_from_dict(p, f"model.inputs[{i}]")
+        for i, p in enumerate(_expect(data["inputs"], list, "model.inputs"))
+    )
+    design = tuple(
+        parameter_from_dict(p, f"model.design[{i}]")
+        for i, p in enumerate(_expect(data["design"], list, "model.design"))
+    )
+    trees = tuple(
+        _tree_from_dict(t, f"model.trees[{i}]")
+        for i, t in enumerate(_expect(data["trees"], list, "model.trees"))
+    )
+    names = _expect(data["tree_names"], list, "model.tree_names")
+    if not all(isinstance(n, str) for n in names):
+        raise SelectorDataError("model.tree_names: expected strings")
+    outputs_data = _expect(data["outputs"], list, "model.outputs")
+    if len(outputs_data) != len(design):
+        raise SelectorDataError(
+            f"model.outputs: {len(outputs_data)} outputs for {len(design)} design parameters"
+        )
+    outputs = []
+    for index, (output, parameter) in enumerate(zip(outputs_data, design, strict=True)):
+        where = f"model.outputs[{index}]"
+        _expect(output, dict, where)
+        if set(output) != {"tree", "codes"}:
+            raise SelectorDataError(f"{where}: keys {sorted(output)}, expected ['codes', 'tree']")
+        tree = _expect(output["tree"], int, f"{where}.tree")
+        codes = _number_array(output["codes"], f"{where}.codes", "int")
+        try:
+            outputs.append(LeafOutput(parameter, tree, codes))
+        except ValueError as error:
+            raise SelectorDataError(f"{where}: {error}") from None
+    description = _expect(data["description"], str, "model.description")
+    validity = None
+    if data["validity"] is not None:
+        entry = _expect(data["validity"], dict, "model.validity")
+        if set(entry) != {"constraints", "candidates"}:
+            raise SelectorDataError(
+                f"model.validity: keys {sorted(entry)}, expected ['candidates', 'constraints']"
+            )
+        constraints = _expect(entry["constraints"], list, "model.validity.constraints")
+        if not all(isinstance(c, str) for c in constraints):
+            raise SelectorDataError("model.validity.constraints: expected strings")
+        candidates = None
+        if entry["candidates"] is not None:
+            rows = _expect(entry["candidates"], list, "model.validity.candidates")
+            candidates = np.array(
+                [_number_array(r, "model.validity.candidates", "int") for r in rows]
+            )
+        try:
+            validity = Validity(inputs, design, tuple(constraints), candidates)
+        except ValueError as error:  # SpaceError, ConstraintError included
+            raise SelectorDataError(f"model.validity: {error}") from None
+    try:
+        return DecisionModel(
+            inputs=inputs,
+            trees=trees,
+            tree_names=tuple(names),
+            outputs=tuple(outputs),
+            description=description,
+            validity=validity,
+        )
+    except ValueError as error:
+        raise SelectorDataError(f"model: {error}") from None

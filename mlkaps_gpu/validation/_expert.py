@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from mlkaps_gpu.campaign import META, Campaign, CampaignError
+from mlkaps_gpu.campaign import META, Campaign, CampaignError, ReadOnlyCampaign
 from mlkaps_gpu.codegen import CompiledHeader
 from mlkaps_gpu.space import Parameter, Space, parse_value
 from mlkaps_gpu.trees import Selector
@@ -205,10 +205,11 @@ class HeaderReference(Reference):
         header: str,
         *,
         prefix: str,
-        build_dir: Path,
         label: str,
+        build_dir: Path | None = None,
     ) -> None:
         super().__init__(space, label)
+        # compiled into the user's cache (build_dir is unused: see mlkaps_gpu.user_cache)
         self.compiled = CompiledHeader(selector, header, prefix=prefix, build_dir=build_dir)
 
     def _configurations(self, inputs: pd.DataFrame) -> pd.DataFrame:
@@ -219,12 +220,14 @@ def campaign_header(campaign: Campaign, *, label: str | None = None) -> HeaderRe
     """The campaign's own header (the tuned side of a validation)."""
     if not campaign.done("trees") or not campaign.header_path.exists():
         raise CampaignError(f"{campaign.directory}: the campaign has no header yet; run tune")
+    # the stored header is compiled only once it is known to be the one the trees of
+    # selector.json render (both checked against their checksums): a directory is data
+    header = ReadOnlyCampaign(campaign.directory).header_text()
     return HeaderReference(
         campaign.space,
         campaign.load_selector(),
-        campaign.header_path.read_text(encoding="utf-8"),
+        header,
         prefix=campaign.config.trees.prefix,
-        build_dir=campaign.directory / "build",
         label=label or campaign.header_path.name,
     )
 

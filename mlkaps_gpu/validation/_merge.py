@@ -14,7 +14,8 @@ an expert's, export that choice as a second header, and validate it again.
    err, errs towards a measured configuration. The depth is the smallest of least regret over
    1..12 (``max_depth="auto"``, tolerance 0) unless ``max_depth`` is given.
 4. *Export*: ``<prefix>_merged.h`` (symbols prefixed ``<prefix>_merged``), verified against the
-   selector on boundary inputs exactly as the campaign's header, ``merged_selector.pkl``.
+   selector on boundary inputs exactly as the campaign's header, ``merged_selector.json`` (the
+   selector as data, never a pickle).
 5. *Validate again*: the merged header against the expert at the same points, with fresh
    measurements; ``merge/summary.json`` holds both summaries (before / after).
 6. *Never regress*: the merged header ships only when that second validation has no point
@@ -30,7 +31,6 @@ an expert's, export that choice as a second header, and validate it again.
 from __future__ import annotations
 
 import json
-import pickle
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,6 +53,8 @@ from mlkaps_gpu.validation._validate import (
 )
 
 MERGE_DIR = "merge"
+#: The merged selector as data (:meth:`Selector.to_dict <mlkaps_gpu.trees.Selector.to_dict>`).
+MERGED_SELECTOR = "merged_selector.json"
 #: Least relative cost of the other measured configuration at a point.
 DECISION_MARGIN = 1e-3
 #: Least relative cost of a configuration never measured at a point: the measurements say
@@ -175,15 +177,16 @@ def export_merged(
     """Write and verify ``<prefix>_merged.h``; returns its path, prefix and verification."""
     prefix = validate_prefix(f"{campaign.config.trees.prefix}_merged")
     header = render_header(selector, prefix, provenance=provenance)
-    build = campaign.directory / "build"
-    build.mkdir(exist_ok=True)
     rng = np.random.default_rng(campaign.config.seed)
     checks = boundary_inputs(selector, campaign.config.trees.verify_inputs, rng)
-    report = verify_header(selector, header, checks, prefix=prefix, workdir=build)
+    report = verify_header(selector, header, checks, prefix=prefix)  # built in the user's cache
     if not report.ok:
         raise CampaignError(f"the merged header failed verification: {report}")
     path = campaign.directory / f"{prefix}.h"
-    atomic_write(campaign.directory / "merged_selector.pkl", pickle.dumps(selector))
+    atomic_write(
+        campaign.directory / MERGED_SELECTOR,
+        json.dumps(selector.to_dict(), indent=1, sort_keys=True).encode("utf-8"),
+    )
     atomic_write(path, header.encode())
     return path, prefix, {"verified_inputs": report.n_rows, "mismatches": report.n_mismatches}
 
@@ -248,7 +251,6 @@ def _fit_export_validate(
         selector,
         header.read_text(encoding="utf-8"),
         prefix=prefix,
-        build_dir=campaign.directory / "build",
         label=header.name,
     )
     answers = merged.configurations(decisions)
@@ -287,9 +289,9 @@ def _withdraw(campaign: Campaign, header: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / header.name
     header.replace(target)
-    pickled = campaign.directory / "merged_selector.pkl"
-    if pickled.exists():
-        pickled.replace(folder / pickled.name)
+    data = campaign.directory / MERGED_SELECTOR
+    if data.exists():
+        data.replace(folder / data.name)
     return target
 
 

@@ -38,7 +38,7 @@ def test_tune_then_select_answers_like_the_trees(
     config = write_config(kernel_path, budget=120)
     out = tmp_path / "campaign"
     assert main(["--quiet", "tune", str(config), "--out", str(out)]) == 0
-    for name in ("samples.sqlite", "optima.csv", "selector.pkl", "toy.h", "verification.json"):
+    for name in ("samples.sqlite", "optima.csv", "selector.json", "toy.h", "verification.json"):
         assert (out / name).exists(), name
     campaign = Campaign.open(out)
     assert len(campaign.store) == 120

@@ -10,9 +10,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from mlkaps_gpu.campaign import Campaign
+from mlkaps_gpu.campaign import Campaign, CampaignError
 from mlkaps_gpu.cli import main
-from mlkaps_gpu.cli._select import MANIFEST
 from tests.campaign.conftest import write_config
 
 HEAVY = ("lightgbm", "sklearn", "scipy", "pymoo", "pandas")
@@ -42,22 +41,27 @@ def _expected(out: Path) -> list[dict[str, object]]:
 
 
 def test_answers_survive_a_config_whose_kernel_is_gone(
-    campaign_dir: Path, capsys: pytest.CaptureFixture[str]
+    campaign_dir: Path,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     expected = _expected(campaign_dir)
     first = [json.loads(_select(campaign_dir, f"n={n}", capsys=capsys)) for n in INPUTS]
     assert first == expected
-    assert (campaign_dir / "build" / MANIFEST).is_file()
+    assert not list(campaign_dir.rglob("*.so"))  # compiled into the user's cache only
     # the kernel (as replay data files would) moves away: the configuration no longer validates
     config = campaign_dir / "config.toml"
     config.write_text(config.read_text().replace("toy_kernel:model", "gone_module:model"))
-    with pytest.raises(Exception, match="gone_module"):
-        Campaign.open(campaign_dir)
+    # the finished campaign is still read from its directory alone; measuring says what it needs
+    reading = Campaign.open(campaign_dir)
+    assert reading.load_selector().select(pd.DataFrame({"n": [100]})).shape == (1, 2)
+    with pytest.raises(CampaignError, match="gone_module"):
+        reading.setup.executor.run(pd.DataFrame({"n": [100], "block": [8], "variant": ["fast"]}))
     again = [json.loads(_select(campaign_dir, f"n={n}", capsys=capsys)) for n in INPUTS]
     assert again == expected
-    # a fresh build/ (the manifest and module deleted) is rebuilt from the directory alone
-    for path in (campaign_dir / "build").iterdir():
-        path.unlink()
+    # an empty user cache: the module is rebuilt from the directory alone
+    monkeypatch.setenv("MLKAPS_GPU_CACHE", str(tmp_path / "fresh-cache"))
     rebuilt = [json.loads(_select(campaign_dir, f"n={n}", capsys=capsys)) for n in INPUTS]
     assert rebuilt == expected
 

@@ -7,14 +7,13 @@ expressions x values compared between numpy and compiled C.)"""
 
 from __future__ import annotations
 
-import pickle
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from mlkaps_gpu.campaign import load_config, prepare
+from mlkaps_gpu.campaign import ReadOnlyCampaign, load_config, prepare
 from mlkaps_gpu.codegen._verify_validity import verify_is_valid
 from tests.hostile.conftest import Folder, assert_clean, cli, store_rows
 
@@ -40,8 +39,7 @@ def test_header_and_python_agree_on_hostile_constraints(
     assert_clean(cli("tune", config, "--out", out, cwd=folder.path))
     assert len(store_rows(out)) == 40
     space = prepare(load_config(config)).space
-    with open(out / "selector.pkl", "rb") as handle:
-        selector = pickle.load(handle)  # noqa: S301 - written by the campaign above
+    selector = ReadOnlyCampaign(out).load_selector()  # selector.json: data, never a pickle
     header = (out / "hostile.h").read_text()
     n = np.unique(np.r_[16, 17, 64, 100, 127, 128, 256, 1000, 4096, np.geomspace(16, 4096, 40)])
     design = pd.MultiIndex.from_product(

@@ -114,8 +114,10 @@ def test_a_corrupted_manifest_is_refused_and_rebuilt_with_force(
     assert_clean(cli("select", out, "n=100", cwd=folder.path))
 
 
-@pytest.mark.parametrize("name", ["selector.pkl", "models/time.txt", "optima.csv", "hostile.h"])
-def test_a_corrupted_output_is_recomputed_from_the_measurements(
+@pytest.mark.parametrize(
+    "name", ["selector.json", "models/time.txt", "optima.csv", "hostile.h", "verification.json"]
+)
+def test_a_corrupted_output_is_refused_then_recomputed_only_with_force(
     finished: tuple[Folder, Path, Path], name: str
 ) -> None:
     folder, config, out = finished
@@ -123,11 +125,15 @@ def test_a_corrupted_output_is_recomputed_from_the_measurements(
     path = out / name
     path.write_bytes(path.read_bytes()[: max(1, len(path.read_bytes()) // 2)] + b"\x00garbage")
     calls = folder.calls
-    if name == "selector.pkl":
-        result = cli("validate", out, *VALIDATE, cwd=folder.path)
-        assert_refused(result, "selector.pkl", "changed", "tune")
-        assert folder.calls == calls  # refused before measuring anything
-    result = cli("--log-level", "WARNING", "tune", config, "--out", out, cwd=folder.path)
+    # every command that reads the campaign names the damaged file, before measuring anything
+    for command in (["validate", out, *VALIDATE], ["select", out, "n=100"], ["report", out]):
+        result = cli(*command, cwd=folder.path)
+        assert_refused(result, name, "changed since it was written", "--force")
+    assert folder.calls == calls
+    # tune does not rebuild it unless asked
+    result = cli("tune", config, "--out", out, cwd=folder.path)
+    assert_refused(result, name, "changed since it was written", "--force")
+    result = cli("--log-level", "WARNING", "tune", config, "--out", out, "--force", cwd=folder.path)
     assert_clean(result)
     assert name in result.stderr and "redone from the measurements" in result.stderr
     assert store_rows(out) == rows and folder.calls == calls

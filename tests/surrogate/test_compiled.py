@@ -155,16 +155,23 @@ def test_pickled_surrogate_predicts_the_same() -> None:
     np.testing.assert_array_equal(clone.predict(rows), before)
 
 
-def test_saved_model_caches_engine_and_tables_beside_it(tmp_path, monkeypatch) -> None:
+def test_saved_model_caches_engine_and_tables_in_the_user_cache(tmp_path, monkeypatch) -> None:
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("MLKAPS_GPU_CACHE", str(cache))
+    monkeypatch.setattr(compiled_module, "_engines", {})
+    models = tmp_path / "models"
+    models.mkdir()
     rng = np.random.default_rng(6)
     x = rng.uniform(0, 1, (200, 2))
-    LightGBMSurrogate(n_estimators=10).fit(x, x[:, 0]).save(str(tmp_path / "time.txt"))
+    LightGBMSurrogate(n_estimators=10).fit(x, x[:, 0]).save(str(models / "time.txt"))
     rows = rng.uniform(0, 1, (3000, 2))
-    loaded = LightGBMSurrogate.load(str(tmp_path / "time.txt"), engine="compiled")
+    loaded = LightGBMSurrogate.load(str(models / "time.txt"), engine="compiled")
     expected = loaded.booster_.predict(rows)
     np.testing.assert_array_equal(loaded.predict(rows), expected)
-    assert len(list(tmp_path.glob("forest-*.npz"))) == 1
-    assert len(list(tmp_path.glob("_mlkaps_forest_*.so"))) == 1
+    # nothing beside the model (a campaign directory is data): all in the user's cache
+    assert sorted(p.name for p in models.iterdir()) == ["time.txt"]
+    assert len(list((cache / "forest").glob("forest-*.npz"))) == 1
+    assert len(list((cache / "forest").glob("_mlkaps_forest_*.so"))) == 1
 
     # a new process finds both: nothing is compiled again
     def no_build(folder: object) -> object:
@@ -172,13 +179,15 @@ def test_saved_model_caches_engine_and_tables_beside_it(tmp_path, monkeypatch) -
 
     monkeypatch.setattr(compiled_module, "_engines", {})
     monkeypatch.setattr(compiled_module, "_build", no_build)
-    again = LightGBMSurrogate.load(str(tmp_path / "time.txt"), engine="compiled")
+    again = LightGBMSurrogate.load(str(models / "time.txt"), engine="compiled")
     np.testing.assert_array_equal(again.predict(rows), expected)
 
 
 def test_fallback_to_lightgbm_is_logged_once(tmp_path, monkeypatch, caplog) -> None:
     def failing_build(folder: object) -> object:
         raise RuntimeError("no C compiler here")
+
+    monkeypatch.setenv("MLKAPS_GPU_CACHE", str(tmp_path / "empty-cache"))
 
     monkeypatch.setattr(compiled_module, "_engines", {})
     monkeypatch.setattr(compiled_module, "_unavailable", {})
