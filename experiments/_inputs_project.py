@@ -1,0 +1,283 @@
+"""The measured cases of ``bench_inputs.py``: the demo kernel and the shipped LU through cffi.
+
+A :class:`Problem` is a campaign configuration (the *problem* only: kernel, inputs, design,
+constraints, objective, budget, header prefix; every method setting is the project's default)
+and the input points of its truth. :func:`measure_truth` times every valid configuration at every
+point with the project's own executor (``prepare(config).executor``: the one a campaign times
+with); a cell's time is the minimum over the passes of the executor's median of the timed runs.
+:func:`run_campaign` tunes through ``mlkaps_gpu.tune``, compiles the header and answers at every
+truth point; the campaign's stored samples feed the LightGBM peer.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import itertools
+import math
+import time
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from _inputs_truth import Truth, truth_from_cells
+
+#: the demo's fixed default (mlkaps_gpu.cli._demo.DEMO_DEFAULT)
+DEMO_DEFAULT = {"block": 32, "order": "ijk"}
+#: LU: the design reduced so that the exhaustive truth stays short (tiles at the expert's,
+#: one thread: nb x panel, 12 configurations where nb <= min(m, n) allows all)
+LU_CONFIG = """\
+[campaign]
+name = "bench_inputs_lu"
+seed = 0
+
+[kernel]
+executor = "cffi"
+builtin = "lu"
+
+[inputs]
+m = { type = "int", range = [64, 512], log = true }
+n = { type = "int", range = [64, 512], log = true }
+
+[design]
+nb = { type = "int", values = [8, 16, 32, 64, 128, 256] }
+panel = { type = "categorical", values = ["unblocked", "recursive"] }
+tile_m = { type = "int", values = [32] }
+tile_n = { type = "int", values = [64] }
+threads = { type = "int", values = [1] }
+constraints = ["nb <= min(m, n)"]
+
+[objectives]
+time = "minimize"
+
+[sampling]
+budget = 200
+
+[trees]
+prefix = "lu"
+"""
+#: LU's expert (LAPACK: nb 64, recursive panel) at the reduced design's tiles and threads
+LU_DEFAULT = {"nb": 64, "panel": "recursive", "tile_m": 32, "tile_n": 64, "threads": 1}
+
+
+@dataclass
+class Problem:
+    """One measured case.
+
+    Attributes:
+        name: case name.
+        config: the campaign configuration (TOML tables), method settings stripped.
+        points: the truth's input points (input columns).
+        default: the fixed default configuration (design values).
+        truth_repeats: timed runs per cell of the truth (``[kernel] repeats`` of a Python
+            kernel; the cffi executor's timing policy otherwise).
+    """
+
+    name: str
+    config: dict[str, Any]
+    points: pd.DataFrame
+    default: dict[str, Any]
+    truth_repeats: int = 7
+    numeric_inputs: list[str] = field(default_factory=list)
+
+    @property
+    def budget(self) -> int:
+        return int(self.config["sampling"]["budget"])
+
+
+def geometric_ints(low: int, high: int, count: int) -> np.ndarray:
+    """``count`` distinct integers spread geometrically over ``[low, high]`` (both included)."""
+    if count > high - low + 1:
+        raise ValueError(f"cannot draw {count} distinct integers from [{low}, {high}]")
+    wanted = count
+    while True:
+        values = np.unique(np.round(np.geomspace(low, high, wanted)).astype(np.int64))
+        if len(values) >= count:
+            # drop the surplus evenly, keeping both ends
+            keep = np.unique(np.round(np.linspace(0, len(values) - 1, count)).astype(int))
+            return values[keep]
+        wanted += 1
+
+
+def demo_problem(sizes: int) -> Problem:
+    """The built-in demo (``mlkaps-gpu demo``) with the project's default method settings."""
+    from bench_peers import strip_config
+
+    from mlkaps_gpu.cli._demo import DEMO_CONFIG
+
+    config, _ = strip_config(tomllib.loads(DEMO_CONFIG))
+    low, high = config["inputs"]["n"]["range"]
+    points = pd.DataFrame({"n": geometric_ints(int(low), int(high), sizes)})
+    return Problem("demo", config, points, dict(DEMO_DEFAULT), numeric_inputs=["n"])
+
+
+def lu_problem(per_axis: int, budget: int | None = None) -> Problem:
+    """The shipped LU (cffi) over (m, n), ``per_axis`` x ``per_axis`` geometric points."""
+    config = tomllib.loads(LU_CONFIG)
+    if budget is not None:
+        config["sampling"]["budget"] = int(budget)
+    axis = geometric_ints(64, 512, per_axis)
+    m, n = np.meshgrid(axis, axis, indexing="ij")
+    points = pd.DataFrame({"m": m.ravel(), "n": n.ravel()})
+    return Problem("lu", config, points, dict(LU_DEFAULT), numeric_inputs=["m", "n"])
+
+
+def config_text(config: dict[str, Any]) -> str:
+    from bench_peers import to_toml
+
+    return to_toml(config)
+
+
+def _prepared(problem: Problem, *, for_truth: bool) -> Any:
+    from mlkaps_gpu.campaign import parse_config, prepare
+
+    data = copy.deepcopy(problem.config)
+    if for_truth and data["kernel"].get("executor") == "python":
+        data["kernel"]["repeats"] = problem.truth_repeats
+    config = parse_config(config_text(data), label=f"{problem.name}.toml")
+    setup = prepare(config)
+    if for_truth and data["kernel"].get("executor") == "cffi":
+        from mlkaps_gpu.executors import TimingPolicy
+        from mlkaps_gpu.kernels import load_builtin
+
+        timing = TimingPolicy(warmup=1, repeats=problem.truth_repeats)
+        setup.executor = load_builtin(data["kernel"]["builtin"]).make_executor(timing=timing)
+    return setup
+
+
+def valid_cells(problem: Problem, space: Any) -> pd.DataFrame:
+    """Every (point, configuration) the space's constraints allow."""
+    design = [p.name for p in space.design]
+    values = [list(p.domain_values()) for p in space.design]
+    configs = pd.DataFrame(list(itertools.product(*values)), columns=design)
+    table = problem.points.merge(configs, how="cross")
+    return table[space.is_valid(table)].reset_index(drop=True)
+
+
+def measure_truth(
+    problem: Problem,
+    passes: int,
+    *,
+    seed: int = 0,
+    log: Callable[[str], None] = print,
+) -> pd.DataFrame:
+    """Time every valid cell ``passes`` times (each pass over all cells, in a shuffled order):
+    columns ``time_pass<i>`` and ``time`` (their minimum; ``inf`` where a pass failed)."""
+    setup = _prepared(problem, for_truth=True)
+    cells = valid_cells(problem, setup.space)
+    names = list(setup.space.names)
+    rng = np.random.default_rng(seed)
+    chunk = 64
+    try:
+        for index in range(passes):
+            order = rng.permutation(len(cells))
+            times = np.full(len(cells), np.inf)
+            started = time.perf_counter()
+            for begin in range(0, len(order), chunk):
+                rows = order[begin : begin + chunk]
+                result = setup.executor.run(cells.iloc[rows][names].reset_index(drop=True))
+                ok = (result["status"] == "ok").to_numpy()
+                values = pd.to_numeric(result["time"], errors="coerce").to_numpy(dtype=float)
+                times[rows] = np.where(ok & np.isfinite(values), values, np.inf)
+            cells[f"time_pass{index}"] = times
+            log(
+                f"  {problem.name} truth pass {index + 1}/{passes}: {len(cells)} cells in "
+                f"{time.perf_counter() - started:.0f} s"
+            )
+    finally:
+        setup.executor.close()
+    passes_columns = [f"time_pass{i}" for i in range(passes)]
+    cells["time"] = cells[passes_columns].min(axis=1)
+    return cells
+
+
+def truth_of(problem: Problem, cells: pd.DataFrame, column: str = "time") -> Truth:
+    """The :class:`Truth` of measured cells (``column``: ``time`` or one pass)."""
+    design = [c for c in _design_names(problem) if c in cells.columns]
+    inputs = list(problem.points.columns)
+    return truth_from_cells(
+        cells.rename(columns={column: "_t"}).drop(columns=["time"], errors="ignore"),
+        name=problem.name,
+        numeric_inputs=inputs,
+        categorical_inputs=[],
+        design=design,
+        time_column="_t",
+    )
+
+
+def _design_names(problem: Problem) -> list[str]:
+    return [k for k in problem.config["design"] if k != "constraints"]
+
+
+def noise_floor(problem: Problem, cells: pd.DataFrame) -> list[dict[str, float]]:
+    """The optimum of each pass scored on each other pass (geomean, worst point...)."""
+    from _inputs_truth import point_fractions, summarize_fractions
+
+    passes = sorted(c for c in cells.columns if c.startswith("time_pass"))
+    out = []
+    for first, second in itertools.permutations(passes, 2):
+        chooser, judge = truth_of(problem, cells, first), truth_of(problem, cells, second)
+        answers = judge.config_index(chooser.configs.iloc[chooser.best_config()])
+        summary = summarize_fractions(point_fractions(judge, answers))
+        out.append({"chosen on": first, "scored on": second, **summary})
+    return out
+
+
+@dataclass
+class CampaignResult:
+    """What one campaign gives the benchmark."""
+
+    answers: np.ndarray
+    samples: pd.DataFrame
+    sample_times: np.ndarray
+    tune_seconds: float
+    directory: Path
+
+
+def campaign_config(problem: Problem, seed: int, method: str | None) -> dict[str, Any]:
+    data = copy.deepcopy(problem.config)
+    data.setdefault("campaign", {})["seed"] = int(seed)
+    if method is not None:
+        data.setdefault("sampling", {})["method"] = method
+    return data
+
+
+def run_campaign(
+    problem: Problem, truth: Truth, seed: int, method: str | None, workdir: Path
+) -> CampaignResult:
+    """Tune (``mlkaps_gpu.tune``), compile the header, answer at every truth point."""
+    import mlkaps_gpu
+    from mlkaps_gpu.codegen import CompiledHeader
+
+    text = config_text(campaign_config(problem, seed, method))
+    digest = hashlib.sha256(text.encode()).hexdigest()[:10]
+    directory = workdir / problem.name / f"{method or 'default'}_s{seed}_{digest}"
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory.with_suffix(".toml")
+    path.write_text(text)
+    started = time.perf_counter()
+    campaign = mlkaps_gpu.tune(path, out=directory)
+    seconds = time.perf_counter() - started
+    compiled = CompiledHeader(
+        campaign.load_selector(),
+        campaign.header_path.read_text(),
+        prefix=campaign.config.trees.prefix,
+        build_dir=directory / "build",
+    )
+    chosen = compiled(truth.inputs.copy())
+    answers = truth.config_index(chosen)
+    samples = campaign.store.load()
+    objective = next(iter(campaign.config.objectives))
+    values = pd.to_numeric(samples[objective], errors="coerce").to_numpy(dtype=float)
+    ok = (samples["status"] == "ok").to_numpy() & np.isfinite(values)
+    return CampaignResult(
+        answers=answers,
+        samples=samples,
+        sample_times=np.where(ok, values, math.inf),
+        tune_seconds=seconds,
+        directory=directory,
+    )

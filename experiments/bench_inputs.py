@@ -1,0 +1,632 @@
+"""Benchmark the header against exhaustive truth over many input points (issue 39, Build 3).
+
+Protocol. Every tool answers one configuration per input point of the truth (off the campaign's
+optimization grid too); the answer scores ``t_opt / t(answer)`` there, an answer that failed or
+is not listed at the point scoring as the point's slowest listed time. Per run: the geomean over
+the points, the worst point, and the points below 0.67 (about 1.5x slower than the optimum) and
+below 0.9; tables give mean +- sd over the seeds.
+
+Cases:
+
+* ``demo``: the built-in demo kernel (``mlkaps_gpu.cli._demo.blocked_matmul``, n in [32, 512]),
+  truth at 64 geometric sizes for every valid (block, order);
+* ``lu``: the shipped LU through cffi over (m, n), 10 x 10 geometric points in [64, 512], the
+  design reduced to nb x panel (tiles at the expert's, one thread) so that the exhaustive truth
+  stays within minutes;
+* ``mixedmm_a100``, ``flexattention_a100`` (``$MLKAPS_GPU_DATA/autoheuristic/``) and
+  ``--data FILE`` (any file in PyTorch AutoHeuristic's format): pure replay, at 1, 2, 5 and 10 %
+  of the measured (shape, choice) cells.
+
+Truth of ``demo`` / ``lu``: every valid cell timed with the project's own executor (the one a
+campaign of the same configuration times with; the demo's with ``repeats = 7``, LU's cffi
+executor with 7 timed runs after one warm-up), in ``--passes`` passes over all cells in shuffled
+order; a cell's time is the minimum over the passes of the median of the runs (interference
+only adds time). It is cached in ``results/bench_inputs_truth_<case>.csv`` with its provenance
+(``--remeasure-truth`` redoes it); the optimum of each pass scored on the other is printed as the
+noise floor.
+
+Tools, same budget B in one run (demo / lu: the campaign's budget; replay: share x cells):
+
+* ``project header``: a campaign through ``mlkaps_gpu.tune`` with the project's default method
+  settings (measuring the real kernel live), its compiled header's answer at every point; with
+  ``[sampling] method`` = lhs, random, hvs as extra rows. Replay cases: a campaign on
+  ``configs/<case>_replay.toml`` once the project can replay AutoHeuristic tables, else the row
+  says it is not available.
+* ``LightGBM argmin on the campaign's samples``: LightGBM on the same campaign's stored samples
+  (``Campaign.store.load()``), argmin over the listed configurations per point, 5 model seeds
+  averaged.
+* ``fixed default``: the demo's block 32 / ijk, LU's expert, Inductor's default where known.
+* ``best single configuration``: from B random cells, and with full knowledge.
+* ``autotune k inputs + nearest neighbour``, ``Helion-style portfolio + tree``, ``random cells +
+  LightGBM argmin``: see ``_inputs_peers.py``. For demo / lu they draw their measurements from
+  the truth table (a replay of it), while the project tunes live.
+
+PyTorch's shipped AutoHeuristic trees need torch, which is not a dependency: not run.
+
+    python experiments/bench_inputs.py --case mixedmm_a100 --quick
+    python experiments/bench_inputs.py --case all --seeds 0-4
+    python experiments/bench_inputs.py --data other_gpu.txt --shares 2,5
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import _inputs_peers as peers  # noqa: E402
+from _inputs_truth import (  # noqa: E402
+    LOW_FRACTIONS,
+    Truth,
+    autoheuristic_truth,
+    point_fractions,
+    read_autoheuristic,
+    summarize_fractions,
+)
+from _provenance import header, provenance  # noqa: E402
+
+RESULTS = HERE / "results"
+CONFIGS = HERE / "configs"
+AH_FILES = {
+    "mixedmm_a100": "mixedmm_a100.txt.gz",
+    "flexattention_a100": "flexattention_a100.txt.gz",
+}
+MEASURED_CASES = ("demo", "lu")
+EXTRA_SAMPLERS = ("lhs", "random", "hvs")
+MODEL_SEEDS = 5
+HEADER = "project header"
+CAMPAIGN_LGBM = "LightGBM argmin on the campaign's samples"
+FIXED = "fixed default"
+SINGLE_FULL = "best single configuration (full knowledge)"
+NOT_LANDED = "project header: not available yet (table replay not landed)"
+
+
+def log(message: str) -> None:
+    print(message, flush=True)
+
+
+def parse_seeds(text: str) -> list[int]:
+    """``0-4`` or ``0,2,5`` (or both: ``0-2,7``)."""
+    seeds: list[int] = []
+    for part in text.split(","):
+        low, _, high = part.strip().partition("-")
+        seeds += list(range(int(low), int(high or low) + 1))
+    return seeds
+
+
+def summary_row(
+    case: str, budget_label: str, budget: int, tool: str, seed: Any, fractions: np.ndarray
+) -> dict:
+    return {
+        "case": case,
+        "budget": budget_label,
+        "B": budget,
+        "tool": tool,
+        "seed": seed,
+        "points": len(fractions),
+        **summarize_fractions(fractions),
+    }
+
+
+def fixed_answers(truth: Truth, design: dict[str, Any]) -> np.ndarray:
+    """The fixed default's configuration index at every point."""
+    table = pd.DataFrame([design] * truth.n_points)
+    return truth.config_index(table[list(truth.configs.columns)])
+
+
+# ------------------------------------------------------------------------ AutoHeuristic data
+#: Inductor's FlexAttention forward defaults on an sm80 GPU, (dtype, head dim) -> (BLOCK_M,
+#: BLOCK_N, num_warps, num_stages) (torch/_inductor/kernel/flex_attention.py,
+#: ``_a100_default_config``; other head dims: 64, 64 in float32, else 128, 64; 4 warps, 3 stages)
+FLEX_SM80_DEFAULTS = {
+    ("float32", 64): (128, 32, 4, 3),
+    ("float32", 128): (128, 32, 4, 3),
+    ("float32", 256): (64, 16, 4, 3),
+    ("bfloat16", 64): (128, 64, 4, 3),
+    ("bfloat16", 128): (128, 64, 8, 3),
+    ("bfloat16", 256): (32, 64, 4, 3),
+    ("float16", 64): (128, 64, 4, 3),
+    ("float16", 128): (128, 64, 8, 3),
+    ("float16", 256): (32, 64, 4, 3),
+}
+
+
+def inductor_default(meta: dict, truth: Truth) -> tuple[str, np.ndarray] | None:
+    """Inductor's choice without autotuning, where known: mixed_mm's extern fallback, and
+    FlexAttention's default config on an sm80 GPU (:data:`FLEX_SM80_DEFAULTS`; the head dim is
+    ``q_stride_0 / (h * m)``, the query's elements per batch over heads and length). None for
+    other kernels and GPUs."""
+    name = meta.get("name")
+    configs = truth.configs
+    if name == "mixed_mm":
+        match = np.flatnonzero(configs["kind"].str.startswith("extern_fallback"))
+        if len(match):
+            return "fixed default (Inductor's extern fallback)", np.full(truth.n_points, match[0])
+        return None
+    capability = list(meta.get("device_capa") or [0, 0])
+    needed = {"dtype", "q_stride_0", "h", "m"}
+    if name != "flex_attention" or capability[0] != 8 or not needed <= set(truth.inputs):
+        return None
+    index = {
+        tuple(int(row[k]) for k in ("BLOCK_M", "BLOCK_N", "numwarps", "numstages")): i
+        for i, row in configs.iterrows()
+        if row["kind"] == "triton"
+    }
+    inputs = truth.inputs
+    head_dim = inputs["q_stride_0"] // (inputs["h"] * inputs["m"])
+    answers = []
+    for dtype, dim in zip(inputs["dtype"].astype(str), head_dim, strict=True):
+        short = dtype.removeprefix("torch.")
+        fallback = (64, 64, 4, 3) if short == "float32" else (128, 64, 4, 3)
+        answers.append(index.get(FLEX_SM80_DEFAULTS.get((short, int(dim)), fallback), -1))
+    return "fixed default (Inductor's sm80 default config)", np.array(answers, dtype=np.int64)
+
+
+def replay_config(case: str) -> Path | None:
+    """The project's replay config of an AutoHeuristic case, once table replay has landed."""
+    import mlkaps_gpu.executors as executors
+
+    path = CONFIGS / f"{case}_replay.toml"
+    if not path.is_file() or not hasattr(executors, "load_autoheuristic"):
+        return None
+    return path
+
+
+def header_choices(truth: Truth, chosen: pd.DataFrame) -> np.ndarray:
+    """The truth's configuration index of each answer of a replay header: by its ``choice``
+    string (a ``choice`` column, or ``mlkaps_gpu.executors.choice_of`` of its design values),
+    else by design columns named like the parsed choice's (case and - / _ ignored)."""
+    import mlkaps_gpu.executors as executors
+
+    where = {label: i for i, label in enumerate(truth.labels)}
+    if "choice" in chosen.columns:
+        names = chosen["choice"].astype(str).tolist()
+        return np.array([where.get(c, -1) for c in names], dtype=np.int64)
+    if hasattr(executors, "choice_of"):
+        names = [executors.choice_of(row) for row in chosen.to_dict("records")]
+        return np.array([where.get(c, -1) for c in names], dtype=np.int64)
+
+    def plain(name: str) -> str:
+        return name.lower().replace("-", "").replace("_", "")
+
+    theirs = {plain(c): c for c in chosen.columns}
+    missing = [c for c in truth.configs.columns if plain(c) not in theirs]
+    if missing:
+        raise ValueError(
+            f"cannot map the header's answers ({list(chosen.columns)}) to the data's choices: "
+            f"no column for {missing}"
+        )
+    renamed = chosen.rename(columns={theirs[plain(c)]: c for c in truth.configs.columns})
+    return truth.config_index(renamed)
+
+
+def run_replay_project(
+    case: str, config_path: Path, truth: Truth, budget: int, seed: int, workdir: Path
+) -> np.ndarray:
+    """A campaign on the project's replay config at budget B; its header's answers."""
+    import tomllib
+
+    from bench_peers import to_toml
+
+    import mlkaps_gpu
+    from mlkaps_gpu.codegen import CompiledHeader
+
+    data = tomllib.loads(config_path.read_text())
+    data.setdefault("campaign", {})["seed"] = seed
+    data.setdefault("sampling", {})["budget"] = budget
+    text = to_toml(data)
+    path = workdir / f"{case}_B{budget}_s{seed}.toml"
+    path.write_text(text)
+    config = mlkaps_gpu.parse_config(text, path=config_path, label=config_path.name)
+    campaign = mlkaps_gpu.tune(config, out=workdir / path.stem)
+    compiled = CompiledHeader(
+        campaign.load_selector(),
+        campaign.header_path.read_text(),
+        prefix=campaign.config.trees.prefix,
+        build_dir=workdir / path.stem / "build",
+    )
+    return header_choices(truth, compiled(truth.inputs.copy()))
+
+
+def bench_replay(
+    case: str,
+    path: Path,
+    seeds: Sequence[int],
+    shares: Sequence[float],
+    workdir: Path,
+    *,
+    project: bool = True,
+) -> tuple[list[dict], dict[str, np.ndarray], Truth, list[str]]:
+    """Rows of every tool at every share; per-point fractions (mean over seeds) at the largest
+    share for the figure; the truth; notes."""
+    meta, _ = read_autoheuristic(path)
+    truth = autoheuristic_truth(path, name=case)
+    log(f"{case}: {truth.n_points} shapes, {len(truth.configs)} choices, {truth.n_cells} cells")
+    notes = [
+        f"Data: `{path.name}` ({truth.n_points} shapes, {len(truth.configs)} choices, "
+        f"{truth.n_cells} measured (shape, choice) cells; the median of the repeats per cell)."
+    ]
+    config_path = replay_config(case) if project else None
+    if not project:
+        log("project header: not run (--skip-project)")
+        notes.append("The project header row was not run (`--skip-project`).")
+    elif config_path is None:
+        log(NOT_LANDED)
+        notes.append(
+            "The project header row is absent: "
+            + NOT_LANDED.split(": ", 1)[1]
+            + f" (no `configs/{case}_replay.toml` or no `mlkaps_gpu.executors.load_autoheuristic`)."
+        )
+    rows: list[dict] = []
+    curves: dict[str, list[np.ndarray]] = {}
+    largest = max(shares)
+    single = peers.best_single_full(truth)
+    default = inductor_default(meta, truth)
+    for share in shares:
+        budget = max(1, int(round(share / 100 * truth.n_cells)))
+        label = f"{share:g} % (B = {budget})"
+        deterministic = [(SINGLE_FULL, np.full(truth.n_points, single))]
+        if default is not None:
+            deterministic.append(default)
+        for tool, answers in deterministic:
+            fractions = point_fractions(truth, answers)
+            rows.append(summary_row(case, label, budget, tool, "-", fractions))
+            if share == largest:
+                curves.setdefault(tool, []).append(fractions)
+        for seed in seeds:
+            started = time.perf_counter()
+            answers = peers.peer_answers(truth, budget, np.random.default_rng([seed, budget]))
+            if config_path is not None:
+                answers = {
+                    HEADER: run_replay_project(case, config_path, truth, budget, seed, workdir),
+                    **answers,
+                }
+            for tool, chosen in answers.items():
+                fractions = point_fractions(truth, chosen)
+                rows.append(summary_row(case, label, budget, tool, seed, fractions))
+                if share == largest:
+                    curves.setdefault(tool, []).append(fractions)
+            log(f"  {label} seed {seed}: {time.perf_counter() - started:.1f} s")
+    if default is None:
+        notes.append(
+            "No fixed-default row: Inductor's default for this kernel and GPU is not known here."
+        )
+    else:
+        notes.append(f"{default[0]}: what Inductor runs without autotuning.")
+    return rows, {k: np.mean(v, axis=0) for k, v in curves.items()}, truth, notes
+
+
+# ------------------------------------------------------------------------ measured cases
+def truth_path(case: str, quick: bool, results: Path = RESULTS) -> Path:
+    return results / f"bench_inputs_{'quick_' if quick else ''}truth_{case}.csv"
+
+
+def load_or_measure_truth(
+    problem: Any, path: Path, passes: int, remeasure: bool, argv: Sequence[str] | None
+) -> pd.DataFrame:
+    """The cached cells of a measured case, or a new measurement written there first."""
+    if path.is_file() and not remeasure:
+        log(f"{problem.name}: truth from {path}")
+        return pd.read_csv(path, comment="#")
+    import _inputs_project as project
+
+    log(f"{problem.name}: measuring the truth ({len(problem.points)} points, {passes} passes)")
+    cells = project.measure_truth(problem, passes, log=log)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = provenance(list(argv) if argv is not None else None)
+    lines.append(
+        f"truth: every valid cell, {passes} passes in shuffled order, median of "
+        f"{problem.truth_repeats} timed runs per pass; time = minimum over the passes"
+    )
+    path.write_text(header(lines) + cells.to_csv(index=False))
+    return cells
+
+
+def bench_measured(
+    problem: Any,
+    cells: pd.DataFrame,
+    seeds: Sequence[int],
+    samplers: Sequence[str | None],
+    workdir: Path,
+) -> tuple[list[dict], dict[str, np.ndarray], Truth, list[str]]:
+    """Rows of every tool at the campaign's budget; per-point fractions (mean over seeds)."""
+    import _inputs_project as project
+
+    truth = project.truth_of(problem, cells)
+    budget = problem.budget
+    label = f"B = {budget}"
+    case = problem.name
+    notes = [
+        f"Truth: {truth.n_points} input points x every valid configuration "
+        f"({truth.n_cells} cells), measured with the project's executor; a cell's time is the "
+        "minimum over the passes of the median of the timed runs.",
+        "The project header tunes live with the real kernel; the budgeted peers draw their "
+        "measurements from the truth table (a replay of it), so they see less noise than the "
+        "campaign does.",
+    ]
+    for floor in project.noise_floor(problem, cells):
+        notes.append(
+            f"Noise floor: the optimum of {floor['chosen on']} scored on {floor['scored on']}: "
+            f"geomean {floor['geomean']:.3f}, worst point {floor['worst']:.3f}, "
+            f"{floor['below_0.67']:.0f} points below 0.67."
+        )
+    rows: list[dict] = []
+    curves: dict[str, list[np.ndarray]] = {}
+
+    def add(tool: str, seed: Any, fractions: np.ndarray) -> None:
+        rows.append(summary_row(case, label, budget, tool, seed, fractions))
+        curves.setdefault(tool, []).append(fractions)
+
+    add(FIXED, "-", point_fractions(truth, fixed_answers(truth, problem.default)))
+    add(
+        SINGLE_FULL,
+        "-",
+        point_fractions(truth, np.full(truth.n_points, peers.best_single_full(truth))),
+    )
+    for seed in seeds:
+        for method in samplers:
+            suffix = "" if method is None else f" (sampling {method})"
+            started = time.perf_counter()
+            result = project.run_campaign(problem, truth, seed, method, workdir)
+            log(
+                f"  {case} seed {seed} sampler {method or 'default'}: "
+                f"tuned in {result.tune_seconds:.0f} s"
+            )
+            add(HEADER + suffix, seed, point_fractions(truth, result.answers))
+            per_model = [
+                point_fractions(
+                    truth,
+                    peers.lightgbm_argmin(truth, result.samples, result.sample_times, seed=model),
+                )
+                for model in range(MODEL_SEEDS)
+            ]
+            summaries = [summarize_fractions(f) for f in per_model]
+            averaged = {k: float(np.mean([s[k] for s in summaries])) for k in summaries[0]}
+            rows.append(
+                {
+                    "case": case,
+                    "budget": label,
+                    "B": budget,
+                    "tool": CAMPAIGN_LGBM + suffix,
+                    "seed": seed,
+                    "points": truth.n_points,
+                    **averaged,
+                }
+            )
+            curves.setdefault(CAMPAIGN_LGBM + suffix, []).append(np.mean(per_model, axis=0))
+            log(f"    scored in {time.perf_counter() - started - result.tune_seconds:.0f} s")
+        answers = peers.peer_answers(truth, budget, np.random.default_rng([seed, budget]))
+        for tool, chosen in answers.items():
+            add(tool, seed, point_fractions(truth, chosen))
+    return rows, {k: np.mean(v, axis=0) for k, v in curves.items()}, truth, notes
+
+
+# ------------------------------------------------------------------------ report
+def summarize_rows(rows: pd.DataFrame) -> pd.DataFrame:
+    """Mean and sd (ddof=1) over the seeds of every metric, per (budget, tool)."""
+    metrics = ["geomean", "worst", *(f"below_{level:g}" for level in LOW_FRACTIONS)]
+    grouped = rows.groupby(["budget", "B", "tool"], sort=False)[metrics]
+    mean = grouped.mean()
+    sd = grouped.std(ddof=1).fillna(0.0)
+    out = mean.join(sd.add_suffix("_sd")).join(grouped.size().rename("runs"))
+    return out.reset_index()
+
+
+def markdown_tables(summary: pd.DataFrame) -> list[str]:
+    lines: list[str] = []
+    for (budget, _), table in summary.groupby(["budget", "B"], sort=False):
+        lines += [f"### {budget}", ""]
+        lines.append("| tool | geomean | worst point | points < 0.67 | points < 0.9 | runs |")
+        lines.append("|---|---|---|---|---|---|")
+        for values in table.sort_values("geomean", ascending=False).to_dict("records"):
+            cells = [
+                f"{values['geomean']:.3f} ± {values['geomean_sd']:.3f}",
+                f"{values['worst']:.3f} ± {values['worst_sd']:.3f}",
+                f"{values['below_0.67']:.1f} ± {values['below_0.67_sd']:.1f}",
+                f"{values['below_0.9']:.1f} ± {values['below_0.9_sd']:.1f}",
+            ]
+            lines.append(f"| {values['tool']} | {' | '.join(cells)} | {values['runs']} |")
+        lines.append("")
+    return lines
+
+
+def write_figure(truth: Truth, curves: dict[str, np.ndarray], path: Path, title: str) -> None:
+    """Fraction of optimum against input size per tool (a binned geomean for many points)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    size, label = truth.size_axis()
+    figure, axes = plt.subplots(figsize=(9, 5))
+    order = np.argsort(size, kind="stable")
+    bins = None
+    if truth.n_points > 120:
+        edges = np.geomspace(max(size.min(), 1e-12), size.max() * 1.0001, 25)
+        bins = np.clip(np.searchsorted(edges, size, side="right") - 1, 0, len(edges) - 2)
+    for tool, fractions in sorted(
+        curves.items(), key=lambda item: -np.mean(np.log(np.maximum(item[1], 1e-300)))
+    ):
+        if bins is None:
+            axes.plot(
+                size[order], fractions[order], marker="o", markersize=3, linewidth=1, label=tool
+            )
+            continue
+        used = np.unique(bins)
+        centres = [np.exp(np.mean(np.log(size[bins == b]))) for b in used]
+        geomeans = [np.exp(np.mean(np.log(np.maximum(fractions[bins == b], 1e-300)))) for b in used]
+        axes.plot(centres, geomeans, marker="o", markersize=3, linewidth=1, label=tool)
+    axes.set_xscale("log")
+    axes.set_xlabel(label + (" (geomean per log bin)" if bins is not None else ""))
+    axes.set_ylabel("fraction of the optimum (t_opt / t)")
+    axes.set_ylim(0, 1.02)
+    axes.set_title(title)
+    axes.legend(fontsize=7, loc="lower left")
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+
+
+def write_results(
+    case: str,
+    rows: list[dict],
+    curves: dict[str, np.ndarray],
+    truth: Truth,
+    notes: Sequence[str],
+    stem: str,
+    argv: Sequence[str] | None,
+    seconds: float,
+    results: Path = RESULTS,
+) -> None:
+    frame = pd.DataFrame(rows)
+    lines = provenance(list(argv) if argv is not None else None)
+    results.mkdir(parents=True, exist_ok=True)
+    csv = results / f"{stem}.csv"
+    csv.write_text(header(lines) + frame.to_csv(index=False))
+    summary = summarize_rows(frame)
+    text = [f"# bench_inputs: {case}", "", header(lines, markdown=True).rstrip(), ""]
+    text += [
+        "Fraction of the optimum t_opt / t(answer) at every input point of the truth (an answer "
+        "that failed or is not listed at a point scores as its slowest listed time); geomean "
+        "and worst over the points, mean ± sd over the seeds (deterministic tools: one run).",
+        "",
+        *markdown_tables(summary),
+        "## Notes",
+        "",
+        *(f"- {note}" for note in notes),
+        f"- Wall time of this case: {seconds:.0f} s.",
+        f"- Figure: `{stem}.png` (mean over the seeds at the largest budget).",
+        "",
+    ]
+    (results / f"{stem}.md").write_text("\n".join(text))
+    write_figure(truth, curves, results / f"{stem}.png", f"{case}: fraction of optimum per input")
+    log(f"{case}: wrote {csv} (.md, .png)")
+    for line in markdown_tables(summary):
+        log(line)
+
+
+# ------------------------------------------------------------------------ command line
+def data_root(parser: argparse.ArgumentParser) -> Path:
+    root = os.environ.get("MLKAPS_GPU_DATA")
+    if not root:
+        parser.error("the AutoHeuristic cases need MLKAPS_GPU_DATA (the replay data folder)")
+    return Path(root) / "autoheuristic"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--case", choices=[*MEASURED_CASES, *AH_FILES, "all"], default=None)
+    parser.add_argument(
+        "--data", type=Path, action="append", default=[], help="an AutoHeuristic file"
+    )
+    parser.add_argument("--seeds", default="0-4")
+    parser.add_argument("--shares", default="1,2,5,10", help="percent of the cells (replay cases)")
+    parser.add_argument("--passes", type=int, default=2, help="truth passes (measured cases)")
+    parser.add_argument("--budget", type=int, default=None, help="the lu campaign's budget")
+    parser.add_argument("--quick", action="store_true", help="tiny settings for a smoke run")
+    parser.add_argument("--remeasure-truth", action="store_true")
+    parser.add_argument("--out", type=Path, default=RESULTS, help="results folder")
+    parser.add_argument(
+        "--skip-project", action="store_true", help="peers only (no campaign of the project)"
+    )
+    parser.add_argument(
+        "--workdir", type=Path, default=None, help="campaign folders (default: temporary)"
+    )
+    args = parser.parse_args(argv)
+    if args.case is None and not args.data:
+        parser.error("give --case and/or --data")
+    seeds = parse_seeds(args.seeds)
+    shares = [float(s) for s in args.shares.split(",")]
+    if args.quick:
+        seeds, shares = seeds[:1], [max(shares)]
+    cases = (
+        [*MEASURED_CASES, *AH_FILES] if args.case == "all" else ([args.case] if args.case else [])
+    )
+    passes = 1 if args.quick else max(2, args.passes)
+    recorded = [sys.argv[0], *(argv if argv is not None else sys.argv[1:])]
+    with tempfile.TemporaryDirectory(prefix="bench_inputs_") as scratch:
+        workdir = args.workdir or Path(scratch)
+        jobs: list[tuple[str, Callable[[], tuple]]] = []
+        for case in cases:
+            if case in AH_FILES:
+                path = data_root(parser) / AH_FILES[case]
+                jobs.append(
+                    (
+                        case,
+                        lambda c=case, p=path: bench_replay(
+                            c, p, seeds, shares, workdir, project=not args.skip_project
+                        ),
+                    )
+                )
+            else:
+                jobs.append(
+                    (case, lambda c=case: measured_job(c, args, seeds, passes, workdir, recorded))
+                )
+        for path in args.data:
+            if not path.is_file():
+                parser.error(f"--data {path}: no such file")
+            case = path.name.split(".")[0]
+            jobs.append(
+                (
+                    case,
+                    lambda c=case, p=path: bench_replay(
+                        c, p, seeds, shares, workdir, project=not args.skip_project
+                    ),
+                )
+            )
+        for case, job in jobs:
+            started = time.perf_counter()
+            rows, curves, truth, notes = job()
+            stem = f"bench_inputs_{'quick_' if args.quick else ''}{case}"
+            write_results(
+                case,
+                rows,
+                curves,
+                truth,
+                notes,
+                stem,
+                recorded,
+                time.perf_counter() - started,
+                results=args.out,
+            )
+    return 0
+
+
+def measured_job(
+    case: str,
+    args: argparse.Namespace,
+    seeds: Sequence[int],
+    passes: int,
+    workdir: Path,
+    argv: Sequence[str],
+) -> tuple:
+    import _inputs_project as project
+
+    if case == "demo":
+        problem = project.demo_problem(8 if args.quick else 64)
+    else:
+        problem = project.lu_problem(3 if args.quick else 10, args.budget)
+    if args.quick:  # a smoke run: small campaigns, the default sampler only
+        problem.config["sampling"]["budget"] = min(problem.budget, 60)
+    cells = load_or_measure_truth(
+        problem, truth_path(case, args.quick, args.out), passes, args.remeasure_truth, argv
+    )
+    samplers: list[str | None] = [None] if args.quick else [None, *EXTRA_SAMPLERS]
+    if args.skip_project:
+        samplers = []
+    return bench_measured(problem, cells, seeds, samplers, workdir)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
