@@ -227,8 +227,16 @@ class GridOptimizer:
                         fronts.append((point, front_codes, front_values))
             pending, pending_rows = [], 0
 
-        for point, row in enumerate(_rows(grid)):
-            valid = space.valid_design_codes(row).astype(np.int64)
+        listed = space.listed_design_codes(grid)
+        if listed is not None:  # a table replay: every point's listed designs at once
+            owners, all_codes = listed
+            bounds = np.searchsorted(owners, np.arange(n_points + 1))
+            n_valid[:] = np.diff(bounds)
+        for point, row in enumerate(_rows(grid) if listed is None else [{}] * n_points):
+            if listed is None:
+                valid = space.valid_design_codes(row).astype(np.int64)
+            else:
+                valid = all_codes[bounds[point] : bounds[point + 1]]
             n_valid[point] = len(valid)
             if len(valid) == 0:
                 continue

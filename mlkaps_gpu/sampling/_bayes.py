@@ -300,13 +300,8 @@ class BayesianSampler(Sampler):
         contexts = max(1, limit // self.designs_per_context)
         if space.inputs:
             unit = qmc.LatinHypercube(d=len(space.inputs), rng=rng).random(contexts)
-            inputs = pd.DataFrame(
-                {
-                    p.name: p.from_unit(unit[:, i], discrete=False)
-                    for i, p in enumerate(space.inputs)
-                }
-            )
-            inputs = space.apply_fixed(inputs) if space.fixed_inputs else inputs
+            # (a table replay's space snaps each point to the nearest recorded input point)
+            inputs = space.inputs_from_unit(unit)
         else:
             inputs = pd.DataFrame(index=range(1))
         owners, blocks = [], []

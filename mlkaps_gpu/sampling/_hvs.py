@@ -306,12 +306,8 @@ class HVSSampler(Sampler):
         return table[keep].reset_index(drop=True)
 
     def _inputs_from_unit(self, unit: np.ndarray) -> pd.DataFrame:
-        space = self.space
-        inputs = pd.DataFrame(
-            {p.name: p.from_unit(unit[:, i], discrete=False) for i, p in enumerate(space.inputs)},
-            index=range(len(unit)),
-        )
-        return space.apply_fixed(inputs) if space.fixed_inputs else inputs
+        # (a table replay's space snaps each point to the nearest recorded input point)
+        return self.space.inputs_from_unit(unit[:, : len(self.space.inputs)])
 
     def _code_range(self, box: Partition) -> tuple[np.ndarray, np.ndarray]:
         """Lowest and highest design code inside the box, per design parameter."""

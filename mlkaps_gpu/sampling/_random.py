@@ -24,11 +24,8 @@ class LHSSampler(Sampler):
         space = self.space
         dimensions = len(space.inputs) + len(space.design)
         unit = qmc.LatinHypercube(d=dimensions, rng=rng).random(n)
-        inputs = pd.DataFrame(
-            {p.name: p.from_unit(unit[:, i], discrete=False) for i, p in enumerate(space.inputs)},
-            index=range(n),
-        )
-        space.apply_fixed(inputs)
+        # (a table replay's space snaps each point to the nearest recorded input point)
+        inputs = space.inputs_from_unit(unit[:, : len(space.inputs)])
         offset = len(space.inputs)
         design = pd.DataFrame(
             {

@@ -9,6 +9,7 @@ from mlkaps_gpu.space._identifiers import (
     check_distinct,
     check_identifier,
 )
+from mlkaps_gpu.space._listed import ListedRows, PointIndex
 from mlkaps_gpu.space._parameters import KINDS, Parameter, SpaceError, parse_value
 from mlkaps_gpu.space._settings import (
     INT64_MAX,
@@ -39,7 +40,9 @@ __all__ = [
     "NEIGHBOUR_KINDS",
     "Constraint",
     "ConstraintError",
+    "ListedRows",
     "Parameter",
+    "PointIndex",
     "Space",
     "SpaceError",
     "T1SearchSpace",

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from mlkaps_gpu.space._constraints import Constraint, parse_constraint
+from mlkaps_gpu.space._listed import ListedRows, PointIndex, lookup_values
 from mlkaps_gpu.space._parameters import Parameter, SpaceError
 
 NeighbourKind = Literal["strictly_adjacent", "adjacent", "Hamming"]
@@ -117,6 +118,10 @@ class Space:
         self.fixed_inputs: dict[str, Any] = {}
         #: the only designs that exist, per value of one input (see ``with_allowed_designs``)
         self.allowed_designs: tuple[str | None, dict[str | None, np.ndarray]] | None = None
+        #: the only (input point, design) rows that exist (see ``with_listed_rows``)
+        self.listed_rows: ListedRows | None = None
+        #: listed rows already satisfy every design constraint: draws and repairs use them alone
+        self._listed_fast = False
         self._place = radix(self.design_sizes)
 
     def with_fixed_inputs(self, values: Mapping[str, Any]) -> Space:
@@ -158,10 +163,137 @@ class Space:
                 setattr(copy, attribute, [n for n in copy.input_names if n in names])
         return copy
 
+    def with_listed_rows(self, table: pd.DataFrame, names: Sequence[str]) -> Space:
+        """A copy whose only valid rows are those of ``table``: per input point over the inputs
+        ``names`` (a table replay's recorded shapes), the designs listed there. Inputs are drawn
+        among the recorded points (:meth:`sample_inputs`, :meth:`inputs_from_unit`), a design
+        outside the point's list is invalid (:meth:`is_valid`), repair goes to the nearest
+        listed design of the point, and a point that is not recorded has no valid design. Rows
+        that break a constraint are dropped. Domains, codes and features stay this space's.
+
+        Args:
+            table: one row per listed (point, design): a column per name and per design
+                parameter (more columns are ignored; repeated rows count once).
+            names: the inputs that key the points (all the inputs of a table replay).
+
+        Raises:
+            SpaceError: a name is not an input, a column is missing, or no row is valid.
+        """
+        names = list(names)
+        unknown = [n for n in names if n not in self.input_names]
+        if unknown or not names:
+            raise SpaceError(
+                f"cannot key listed rows by {unknown or names}: not inputs "
+                f"(inputs: {self.input_names})"
+            )
+        missing = [n for n in [*names, *self.design_names] if n not in table]
+        if missing:
+            raise SpaceError(f"listed rows lack columns {missing}")
+        rows = table[[*names, *self.design_names]].reset_index(drop=True)
+        codes = self.design_codes(rows)
+        inside = np.all(codes >= 0, axis=1)
+        for name in names:
+            inside &= self.parameters[name].contains(rows[name].to_numpy())
+        plain = self._copy(allowed=False)
+        keyed = set(names) | set(self.design_names)
+        checked = [c for c in self.constraints if c.names <= keyed]
+        if inside.any() and checked:
+            inside &= plain._satisfies(plain.columns(rows), len(rows), checked)
+        rows, codes = rows[inside].reset_index(drop=True), codes[inside]
+        if rows.empty:
+            raise SpaceError("no listed row lies in the space's domains and constraints")
+        index = PointIndex([self.parameters[n] for n in names], rows)
+        listed = ListedRows(
+            index, index.points(rows), index.row_ids, codes, self._place, self.design_product
+        )
+        copy = plain
+        copy.listed_rows = listed
+        copy._listed_fast = all(c.names <= keyed for c in copy.design_constraints)
+        for attribute in ("constrained_inputs", "mask_inputs"):
+            chosen = set(getattr(copy, attribute)) | set(names)
+            setattr(copy, attribute, [n for n in copy.input_names if n in chosen])
+        return copy
+
+    def listed_points(self) -> pd.DataFrame:
+        """The recorded input points that have a listed design (all the inputs; fixed inputs
+        held, points outside them left out): a table replay's grid.
+
+        Raises:
+            SpaceError: the space has no listed rows.
+        """
+        listed = self.listed_rows
+        if listed is None:
+            raise SpaceError("the space has no listed rows (see with_listed_rows)")
+        chosen = np.flatnonzero(self._usable_points())
+        points = listed.points.iloc[chosen].reset_index(drop=True)
+        table = pd.DataFrame(index=range(len(points)))
+        for parameter in self.inputs:
+            name = parameter.name
+            if name in points:
+                table[name] = points[name].to_numpy()
+            elif name in self.fixed_inputs:
+                table[name] = self.fixed_inputs[name]
+            else:
+                table[name] = parameter.grid(1)[0]
+        return table.astype({p.name: p.dtype for p in self.inputs})
+
+    def listed_design_codes(self, inputs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray] | None:
+        """Every listed design of every input row at once: ``(row of each design, codes)``,
+        rows in order (none for a row at no recorded point); None where the listed designs
+        alone are not the valid set (no listed rows, or constraints on other inputs)."""
+        listed = self.listed_rows
+        if listed is None or not self._listed_fast:
+            return None
+        points = listed.point_ids({n: inputs[n].to_numpy() for n in listed.names}, len(inputs))
+        safe = np.maximum(points, 0)
+        counts = np.where(points >= 0, listed.counts[safe], 0)
+        owners = np.repeat(np.arange(len(inputs), dtype=np.int64), counts)
+        starts = np.repeat(
+            listed.offsets[safe] - np.concatenate([[0], np.cumsum(counts)[:-1]]), counts
+        )
+        take = starts + np.arange(len(owners), dtype=np.int64)
+        return owners, listed.codes[take]
+
+    def _usable_points(self) -> np.ndarray:
+        """Which recorded points have a listed design and agree with the fixed inputs."""
+        listed = self.listed_rows
+        assert listed is not None
+        usable = listed.counts > 0
+        for name, value in self.fixed_inputs.items():
+            if name in listed.names:
+                kind = self.parameters[name].kind
+                column = lookup_values(listed.points[name].to_numpy(), kind)
+                usable &= column == lookup_values([value], kind)[0]
+        return usable
+
+    def inputs_from_unit(self, unit: np.ndarray) -> pd.DataFrame:
+        """Input points from points of the unit cube (one column per input, in order), as
+        ``Parameter.from_unit`` maps them (fixed inputs held); with listed rows, each is the
+        nearest recorded point instead (samplers that place inputs in the cube use this)."""
+        unit = np.asarray(unit, dtype=np.float64)
+        unit = unit.reshape(len(unit), -1) if unit.ndim != 2 else unit
+        table = pd.DataFrame(
+            {p.name: p.from_unit(unit[:, i], discrete=False) for i, p in enumerate(self.inputs)},
+            index=range(len(unit)),
+        )
+        listed = self.listed_rows
+        if listed is not None and len(unit):
+            positions = [self.input_names.index(n) for n in listed.names]
+            parameters = [self.parameters[n] for n in listed.names]
+            nearest = listed.nearest_points(
+                unit[:, positions], parameters, allowed=self._usable_points()
+            )
+            for name in listed.names:
+                table[name] = listed.points[name].to_numpy()[nearest]
+            table = table.astype({p.name: p.dtype for p in self.inputs})
+        return self.apply_fixed(table) if self.fixed_inputs else table
+
     def allowed_designs_restrict(self) -> bool:
         """Whether the allowed designs leave out a configuration that the constraints allow at
         some input value (True where that cannot be told by enumeration: a space too large, or
         valid designs that depend on other inputs)."""
+        if self.listed_rows is not None:
+            return True
         if self.allowed_designs is None:
             return False
         name, allowed = self.allowed_designs
@@ -188,21 +320,27 @@ class Space:
             enumerate_limit=self.enumerate_limit,
         )
         copy.fixed_inputs = dict(self.fixed_inputs)
-        if allowed and self.allowed_designs is not None:
+        if allowed and (self.allowed_designs is not None or self.listed_rows is not None):
             copy.allowed_designs = self.allowed_designs
+            copy.listed_rows = self.listed_rows
+            copy._listed_fast = self._listed_fast
             copy.constrained_inputs = list(self.constrained_inputs)
             copy.mask_inputs = list(self.mask_inputs)
         return copy
 
     def _allowed(self, columns: Mapping[str, Any], n_rows: int) -> np.ndarray:
         """Which rows' designs are among the allowed ones (all rows without a restriction)."""
-        if self.allowed_designs is None:
+        if self.allowed_designs is None and self.listed_rows is None:
             return np.ones(n_rows, dtype=bool)
-        name, allowed = self.allowed_designs
         codes = np.column_stack(
             [np.broadcast_to(p.codes(np.atleast_1d(columns[p.name])), n_rows) for p in self.design]
         )
         flat = np.where(np.all(codes >= 0, axis=1), codes @ self._place, -1)
+        if self.listed_rows is not None:
+            points = self.listed_rows.point_ids(columns, n_rows)
+            return self.listed_rows.contains(points, flat)
+        assert self.allowed_designs is not None
+        name, allowed = self.allowed_designs
         if name is None:
             return np.isin(flat, allowed.get(None, _NONE))
         values = np.broadcast_to(np.atleast_1d(np.asarray(columns[name], dtype=object)), n_rows)
@@ -371,7 +509,11 @@ class Space:
         mask = np.ones(len(codes), dtype=bool)
         for constraint in self.design_constraints:
             mask &= constraint.evaluate(scope, len(codes))
-        if self.allowed_designs is not None:
+        if self.listed_rows is not None:
+            listed = self.listed_rows
+            at = int(listed.point_ids({n: input_values[n] for n in listed.names}, 1)[0])
+            mask &= np.isin(codes.astype(np.int64) @ self._place, listed.designs_of(at))
+        elif self.allowed_designs is not None:
             by, allowed = self.allowed_designs
             value = None if by is None else _allowed_key(input_values[by])
             mask &= np.isin(codes.astype(np.int64) @ self._place, allowed.get(value, _NONE))
@@ -400,6 +542,13 @@ class Space:
         """Uniform (log-uniform where ``log``) random input points; with constraints on inputs
         only, uniform over the points that satisfy them (rejection)."""
         table = self._draw_inputs(n, rng)
+        if self.listed_rows is not None and n > 0:
+            # only recorded points exist: uniform over those (constraints were applied to them)
+            listed = self.listed_rows
+            chosen = listed.draw_points(n, rng, allowed=self._usable_points())
+            for name in listed.names:
+                table[name] = listed.points[name].to_numpy()[chosen]
+            return table.astype({p.name: p.dtype for p in self.inputs})
         if not self.input_constraints or n == 0:
             return table
         accepted = [table[self.satisfies_input_constraints(table)]]
@@ -437,6 +586,10 @@ class Space:
             point may admit no valid design at all).
         """
         n = len(inputs)
+        if self.listed_rows is not None and self._listed_fast:
+            listed = self.listed_rows
+            points = listed.point_ids({c: inputs[c].to_numpy() for c in listed.names}, n)
+            return listed.draw(points, rng)
         codes = np.zeros((n, len(self.design)), dtype=np.int64)
         found = np.zeros(n, dtype=bool)
         if self.enumerable:
@@ -488,7 +641,8 @@ class Space:
         for constraint in self.design_constraints if constraints is None else constraints:
             result &= constraint.evaluate(columns, n_rows)
         design = constraints is None or constraints is self.constraints
-        if self.allowed_designs is not None and design and result.any():
+        restricted = self.allowed_designs is not None or self.listed_rows is not None
+        if restricted and design and result.any():
             result &= self._allowed(columns, n_rows)
         return result
 
@@ -579,6 +733,10 @@ class Space:
         """Code-level repair: ``codes`` (n x n_design, out-of-range allowed) -> valid codes."""
         codes = np.clip(np.asarray(codes, dtype=np.int64), 0, self.design_sizes - 1)
         out = codes.copy()
+        if self.listed_rows is not None and self._listed_fast:
+            listed = self.listed_rows
+            points = listed.point_ids({c: inputs[c].to_numpy() for c in listed.names}, len(codes))
+            return listed.nearest(points, codes)[0]
         if self.enumerable:
             for values, rows in self._groups(inputs):
                 valid = self.valid_design_codes(values)
