@@ -1,5 +1,15 @@
 """Executors: measure configurations (replay, Python callables, C kernels, CUDA kernels...)."""
 
+from mlkaps_gpu.executors._autoheuristic import (
+    NOT_TRITON,
+    autoheuristic_executor,
+    autoheuristic_table,
+    choice_of,
+    choice_strings,
+    load_autoheuristic,
+    parse_choices,
+    read_autoheuristic,
+)
 from mlkaps_gpu.executors._base import (
     COMPILE_ERROR,
     INVALID,
@@ -24,6 +34,13 @@ from mlkaps_gpu.executors._kernel_tuner_export import kernel_tuner_cache
 from mlkaps_gpu.executors._python import PythonExecutor
 from mlkaps_gpu.executors._replay import ReplayExecutor
 from mlkaps_gpu.executors._replay_data import ReplayDataError, ReplayTable, load_replay_csv
+from mlkaps_gpu.executors._replay_table import (
+    NOT_LISTED,
+    InputTable,
+    TableReplayExecutor,
+    fraction_of_optimum,
+    load_input_table,
+)
 from mlkaps_gpu.executors._settings import (
     EXECUTORS,
     KERNEL_KEYS,
@@ -42,6 +59,19 @@ from mlkaps_gpu.executors._timing import (
 from mlkaps_gpu.executors._worker_api import Design, KernelCall
 
 __all__ = [
+    "NOT_LISTED",
+    "NOT_TRITON",
+    "InputTable",
+    "TableReplayExecutor",
+    "autoheuristic_executor",
+    "autoheuristic_table",
+    "choice_of",
+    "choice_strings",
+    "load_autoheuristic",
+    "fraction_of_optimum",
+    "load_input_table",
+    "parse_choices",
+    "read_autoheuristic",
     "EXECUTORS",
     "KERNEL_KEYS",
     "ExecutionSettings",

@@ -50,8 +50,10 @@ KERNEL_KEYS: dict[str, tuple[str, ...]] = {
         "format",
         "objective",
         "design_columns",
+        "input_columns",
         "objective_column",
         "failure_values",
+        "aggregate",
         "key_suffix",
         "suffix_keys",
     ),
@@ -240,11 +242,13 @@ class KernelSettings(SettingsModel):
         ),
         json_schema_extra={"allowed": 'a path, or a table {input = {value = "path", ...}}'},
     )
-    format: Literal["kernel_tuner", "csv", "t4"] = Field(
+    format: Literal["kernel_tuner", "csv", "t4", "parquet", "autoheuristic"] = Field(
         default="kernel_tuner",
         description=(
-            "replay: Kernel Tuner cache files, CSV tables, or T4 results files (the common "
-            "results format of auto-tuners; the objective is the measurement named `objective`)."
+            "replay: Kernel Tuner cache files, CSV tables, T4 results files (the common "
+            "results format of auto-tuners; the objective is the measurement named `objective`), "
+            "Parquet tables (with `input_columns`, needs pyarrow), or PyTorch AutoHeuristic "
+            "files (`autoheuristic`: a table over input shapes, read as it is)."
         ),
     )
     objective: str = Field(
@@ -252,7 +256,25 @@ class KernelSettings(SettingsModel):
         description="replay: the data's objective (cache field, CSV column or T4 measurement).",
     )
     design_columns: list[str] | None = Field(
-        default=None, description="replay (csv): the columns that are design parameters."
+        default=None,
+        description="replay (csv, parquet): the columns that are design parameters.",
+    )
+    input_columns: list[str] | None = Field(
+        default=None,
+        min_length=1,
+        description=(
+            "replay (csv, parquet): the columns that form the input point of a table over "
+            "inputs (a table replay: one file whose rows are inputs, configuration, "
+            "objective); C identifiers, they become the header's arguments."
+        ),
+        json_schema_extra={"allowed": "a non-empty list of column names"},
+    )
+    aggregate: Literal["median", "mean"] = Field(
+        default="median",
+        description=(
+            "replay (table over inputs): the objective of a cell measured several times "
+            "(repeated rows): the median or the mean of its finite repeat times."
+        ),
     )
     objective_column: str | None = Field(
         default=None,
@@ -404,12 +426,16 @@ class KernelSettings(SettingsModel):
                 'applies only to format = "kernel_tuner" (cache keys)',
                 self.key_suffix,
             )
-        if kind == "replay" and self.format != "csv":
-            for key in ("design_columns", "objective_column", "failure_values"):
+        if kind == "replay" and self.format not in ("csv", "parquet"):
+            for key in ("design_columns", "objective_column", "failure_values", "input_columns"):
                 if key in self.model_fields_set:
                     raise SettingError(
-                        key, 'applies only to format = "csv" (CSV tables)', getattr(self, key)
+                        key,
+                        'applies only to format = "csv" or "parquet" (tables)',
+                        getattr(self, key),
                     )
+        if kind == "replay":
+            self._check_table_replay()
         base = _base(info)
         if kind == "replay":
             self.files = _resolve_files(self.files, base)
@@ -418,6 +444,58 @@ class KernelSettings(SettingsModel):
         if kind == "cffi":
             self._resolve_c_source(base)
         return self
+
+    @property
+    def table_replay(self) -> bool:
+        """Whether this is a replay of one table over input points (``input_columns``, or an
+        AutoHeuristic file)."""
+        return self.executor == "replay" and (
+            self.input_columns is not None or self.format == "autoheuristic"
+        )
+
+    def _check_table_replay(self) -> None:
+        if self.format == "parquet" and self.input_columns is None:
+            raise SettingError(
+                "input_columns", 'missing: format = "parquet" reads a table over inputs'
+            )
+        if self.format == "parquet":
+            try:
+                import pyarrow  # noqa: F401
+            except ImportError:
+                raise SettingError(
+                    "format", "parquet needs pyarrow (pip install pyarrow), or use a CSV", "parquet"
+                ) from None
+        if not self.table_replay:
+            if "aggregate" in self.model_fields_set:
+                raise SettingError(
+                    "aggregate",
+                    "applies only to a table over inputs (input_columns, or format = "
+                    '"autoheuristic")',
+                    self.aggregate,
+                )
+            return
+        if self.files is not None and not isinstance(self.files, str):
+            raise SettingError(
+                "files",
+                "a table over inputs is one file (its input columns select the rows), not "
+                "{input = {value = file}}",
+                self.files,
+            )
+        if self.format != "autoheuristic" and not self.design_columns:
+            raise SettingError("design_columns", "missing: input_columns needs design_columns")
+        for key in ("input_columns", "design_columns"):
+            for index, column in enumerate(getattr(self, key) or []):
+                try:
+                    check_identifier(column, what="column name")
+                except IdentifierError as error:
+                    raise SettingError(
+                        f"{key}[{index}]", f"{error} (it becomes a name in the C header)", column
+                    ) from None
+        both = sorted(set(self.input_columns or []) & set(self.design_columns or []))
+        if both:
+            raise SettingError(
+                "input_columns", f"{both[0]!r} is also in design_columns", self.input_columns
+            )
 
     def _resolve_c_source(self, base: Path) -> None:
         """A cffi kernel is a `builtin` or a `source`; a source's file, prototype, builder,
@@ -487,6 +565,15 @@ class KernelSettings(SettingsModel):
         """The loader options of a replay kernel (``ReplayExecutor.from_files`` keywords besides
         ``format`` and ``objective``): CSV columns and failure markers, a cache's key suffix."""
         options: dict[str, Any] = {}
+        if self.table_replay:
+            options["aggregate"] = self.aggregate
+            if self.format != "autoheuristic":
+                options["input_columns"] = list(self.input_columns or [])
+                options["design_columns"] = list(self.design_columns or [])
+                options["objective_column"] = self.objective_column
+                options["failure_values"] = tuple(self.failure_values)
+                options["format"] = self.format
+            return options
         if self.format == "csv":
             options["objective_column"] = self.objective_column
             options["failure_values"] = tuple(self.failure_values)
