@@ -626,13 +626,17 @@ class Campaign:
     def grid(self) -> pd.DataFrame:
         """The input grid of ``[optimization] grid``: one row per input point, the input
         columns only (inputs fixed by ``[sampling] fixed`` held at their value), without the
-        points that constraints on inputs exclude. It is built anew at every call.
+        points that constraints on inputs exclude. It is built anew at every call. A table
+        replay's grid is its recorded input points (those with a listed configuration).
 
         Raises:
             SpaceError: the grid cannot be built (see :meth:`~mlkaps_gpu.space.Space.grid`;
                 :meth:`create_or_resume` refuses such a grid before anything is written).
         """
-        return self.sampling_space.grid(self.config.optimization.grid)
+        space = self.sampling_space
+        if space.listed_rows is not None:  # a table replay: its recorded input points
+            return space.listed_points()
+        return space.grid(self.config.optimization.grid)
 
     def optimize(self, progress: Progress | None = None) -> dict[str, Any]:
         """The optimization stage: the surrogates' best configuration at every point of

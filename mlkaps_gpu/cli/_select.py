@@ -128,6 +128,8 @@ class HeaderFunction:
         from mlkaps_gpu import user_cache
 
         campaign.check_outputs()  # every recorded output: a damaged campaign is named as such
+        if not campaign.selector_path.is_file():
+            campaign.selector_document()  # the error: missing, or an old pickle (never loaded)
         key = user_cache.source_digest(
             hashlib.sha256(campaign.header_path.read_bytes()).hexdigest(),
             hashlib.sha256(campaign.selector_path.read_bytes()).hexdigest(),
