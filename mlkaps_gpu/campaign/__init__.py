@@ -27,6 +27,8 @@ _PUBLIC = {
     "Setup": ("_setup", "Setup"),
     "prepare": ("_setup", "prepare"),
     "SampleStore": ("_store", "SampleStore"),
+    "DISTURBED_CORES": ("_load", "DISTURBED_CORES"),
+    "campaign_interference": ("_load", "campaign_interference"),
 }
 
 __all__ = [
@@ -34,6 +36,7 @@ __all__ = [
     "CampaignConfig",
     "CampaignError",
     "ConfigError",
+    "DISTURBED_CORES",
     "EnvironmentMismatchWarning",
     "META",
     "ReadOnlyCampaign",
@@ -41,6 +44,7 @@ __all__ = [
     "SampleStore",
     "Setup",
     "atomic_write",
+    "campaign_interference",
     "load_config",
     "parse_config",
     "prepare",
@@ -53,6 +57,7 @@ if TYPE_CHECKING:
     from mlkaps_gpu.campaign._config import CampaignConfig, ConfigError, load_config, parse_config
     from mlkaps_gpu.campaign._environment import EnvironmentMismatchWarning, summary_line
     from mlkaps_gpu.campaign._errors import CampaignError
+    from mlkaps_gpu.campaign._load import DISTURBED_CORES, campaign_interference
     from mlkaps_gpu.campaign._readonly import ReadOnlyCampaign
     from mlkaps_gpu.campaign._setup import Setup, prepare
     from mlkaps_gpu.campaign._store import SampleStore

@@ -51,6 +51,7 @@ from mlkaps_gpu.campaign._integrity import (
     set_aside,
     store_problem,
 )
+from mlkaps_gpu.campaign._load import BatchLoad, LoadProbe
 from mlkaps_gpu.campaign._lock import CampaignLock, LockHeldError
 from mlkaps_gpu.campaign._readonly import (
     ENVIRONMENT,
@@ -524,9 +525,9 @@ class Campaign:
                 log.warning("every valid configuration has been measured: stopping at %d", done)
                 break
             begin = time.perf_counter()
-            results = self.setup.executor.run(rows)
+            results, load = self._measure(rows)
             kernel_seconds += time.perf_counter() - begin
-            self.store.append(rows, results)
+            self.store.append(rows, results, load)
             self._record_samples()
             sampler.tell(rows, results)
             done += len(rows)
@@ -886,7 +887,7 @@ class Campaign:
             if len(rows) == 0:
                 break
             rows = rows[self.space.names].reset_index(drop=True)
-            self.store.append(rows, self.setup.executor.run(rows))
+            self.store.append(rows, *self._measure(rows))
             spent[kind] += len(rows)
             rounds += 1
             score = self.evidence_score()
@@ -1014,6 +1015,19 @@ class Campaign:
         """
         selector: Selector = ReadOnlyCampaign(self.directory).load_selector()
         return selector
+
+    def _measure(self, rows: pd.DataFrame) -> tuple[pd.DataFrame, BatchLoad | None]:
+        """Run the executor on ``rows``; with the results, the machine's load while it ran
+        (None for a replay, which measures nothing, for Dask workers on other machines, and
+        where ``/proc`` is absent)."""
+        local = self.config.execution.backend == "local"
+        probe = (
+            LoadProbe().start()
+            if local and self.config.kernel.executor != "replay" and LoadProbe.available()
+            else None
+        )
+        results = self.setup.executor.run(rows)
+        return results, (probe.stop() if probe is not None else None)
 
 
 def _plain(value: Any) -> Any:

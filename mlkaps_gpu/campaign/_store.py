@@ -3,7 +3,10 @@
 One row per measured configuration: the input and design values, the objectives, ``status``,
 ``n_repeats``, the raw repeat times (JSON text), a message, the batch number and a timestamp.
 Each batch is appended in one transaction, so a campaign killed at any moment holds either all of
-a batch or none of it, and a restarted campaign can count exactly what was measured. A file that
+a batch or none of it, and a restarted campaign can count exactly what was measured. Beside it, the
+table ``batch_load`` holds one row per batch measured in this process: the machine's load while
+it ran (:mod:`._load`), written in the batch's transaction; stores written before it existed,
+and batches measured elsewhere (replays, ask / tell, Dask workers), have none. A file that
 SQLite cannot read (truncated, overwritten, another program's database) raises
 :class:`StoreError`, never a raw SQLite error.
 """
@@ -19,10 +22,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from mlkaps_gpu.campaign._load import BatchLoad
 from mlkaps_gpu.executors import RESULT_COLUMNS
 from mlkaps_gpu.space import Space
 
 _BOOKKEEPING = ("batch", "timestamp")
+#: Columns of the ``batch_load`` table (see :class:`~._load.BatchLoad`).
+_LOAD_COLUMNS = ("batch", "seconds", "other_cores", "own_cores", "cpus")
 
 
 class StoreError(RuntimeError):
@@ -100,8 +106,10 @@ class SampleStore:
             return "INTEGER"
         return "TEXT"
 
-    def append(self, rows: pd.DataFrame, results: pd.DataFrame) -> None:
-        """Append one measured batch atomically."""
+    def append(
+        self, rows: pd.DataFrame, results: pd.DataFrame, load: BatchLoad | None = None
+    ) -> None:
+        """Append one measured batch atomically, with the machine's load while it ran."""
         if len(rows) != len(results):
             raise ValueError("append: rows and results differ in length")
         if len(rows) == 0:
@@ -126,7 +134,37 @@ class SampleStore:
             # column names are checked identifiers (parameters and objectives), never user text
             statement = f"INSERT INTO samples ({names}) VALUES ({marks})"  # noqa: S608
             connection.executemany(statement, records)
+            if load is not None:
+                connection.execute(
+                    "CREATE TABLE IF NOT EXISTS batch_load (batch INTEGER PRIMARY KEY, "
+                    "seconds REAL, other_cores REAL, own_cores REAL, cpus INTEGER)"
+                )
+                connection.execute(
+                    "INSERT INTO batch_load VALUES (?, ?, ?, ?, ?)",
+                    (
+                        int(table["batch"].iloc[0]),
+                        load.seconds,
+                        load.other_cores,
+                        load.own_cores,
+                        load.cpus,
+                    ),
+                )
         connection.close()
+
+    def batch_loads(self) -> pd.DataFrame:
+        """The load recorded with each batch (columns ``batch``, ``seconds``, ``other_cores``,
+        ``own_cores``, ``cpus``); no rows when none was recorded."""
+        with self._guard("read"), self._connect() as connection:
+            exists = connection.execute(
+                "SELECT 1 FROM sqlite_master WHERE type='table' AND name='batch_load'"
+            ).fetchone()
+            table = (
+                pd.read_sql_query("SELECT * FROM batch_load ORDER BY batch", connection)
+                if exists
+                else pd.DataFrame({c: pd.Series(dtype=np.float64) for c in _LOAD_COLUMNS})
+            )
+        connection.close()
+        return table[list(_LOAD_COLUMNS)]
 
     def __len__(self) -> int:
         with self._guard("count the rows of"), self._connect() as connection:

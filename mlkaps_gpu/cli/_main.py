@@ -183,6 +183,7 @@ def _run_campaign(
         progress.close()
         campaign.close()
     seconds = time.perf_counter() - started
+    _say_if_disturbed(campaign, as_json=as_json)
     if as_json:
         for stage, details in summary.items():
             print(json.dumps({"stage": stage, **details}))
@@ -203,6 +204,19 @@ def _run_campaign(
         print(f"campaign '{config.name}' done in {seconds:.1f} s")
         print(f"header: {campaign.header_path}")
     return 0
+
+
+def _say_if_disturbed(campaign: Any, *, as_json: bool) -> None:
+    """Warn (stderr) when a share of the measurements was taken on a busy machine; with
+    ``--json``, the load record as a line of its own (stdout) whenever there is one."""
+    from mlkaps_gpu.campaign import campaign_interference
+    from mlkaps_gpu.cli._summary import interference_warnings
+
+    record = campaign_interference(campaign)
+    if as_json and record is not None:
+        print(json.dumps({"interference": record}))
+    for line in interference_warnings(record):
+        print(f"mlkaps-gpu: warning: {line}", file=sys.stderr)
 
 
 def _check_out(out: Path) -> None:

@@ -90,3 +90,29 @@ def stage_line(stage: str, details: Mapping[str, Any]) -> str:
         )
     )
     return _fit(f"{stage + ':':<14}{body}")
+
+
+def interference_warnings(record: Mapping[str, Any] | None) -> list[str]:
+    """What ``tune`` says when a share of the measurements was taken while other processes
+    kept the machine busy (``campaign_interference``); nothing on a quiet machine, for a replay
+    or where the load could not be read."""
+    if not record or not record.get("sustained"):
+        return []
+    lines = [
+        f"{record['disturbed']} of {record['measurements']} measurements "
+        f"({100 * record['share']:.0f} %) were taken while other processes used "
+        f"{_number(record['median_other_cores'])} CPU cores (median over those batches; "
+        f"threshold {_number(record['threshold_cores'])}): the machine was busy, and they "
+        "measure a loaded machine; tune again on a quiet one (a new --out) to trust them"
+    ]
+    if record.get("answers_on_disturbed"):
+        points = record.get("points") or []
+        shown = "; ".join(
+            ", ".join(f"{k}={_number(v)}" for k, v in point.items()) for point in points[:8]
+        )
+        more = f" and {len(points) - 8} more" if len(points) > 8 else ""
+        lines.append(
+            f"{record['answers_on_disturbed']} of {record['answers']} grid points' answers rest "
+            f"only on measurements of a busy machine: {shown}{more}"
+        )
+    return lines

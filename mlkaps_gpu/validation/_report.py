@@ -246,6 +246,40 @@ def _samples_section(page: _Page, campaign: Campaign, table: pd.DataFrame) -> No
     )
 
 
+def _load_paragraph(page: _Page, campaign: Campaign) -> None:
+    """What the machine's load recorded with the batches says (nothing for a replay, or where
+    none was recorded)."""
+    from mlkaps_gpu.campaign import campaign_interference
+
+    record = campaign_interference(campaign)
+    if record is None:
+        return
+    loads = campaign.store.batch_loads()["other_cores"]
+    page.paragraph(
+        f"Other processes' CPU use while the {len(loads)} batches measured in this process ran:"
+        f" median {loads.median():.2f}, max {loads.max():.2f} cores; a measurement counts as "
+        f"disturbed from {record['threshold_cores']} cores.",
+        "note",
+    )
+    if not record["sustained"]:
+        return
+    text = (
+        f"{record['disturbed']} of {record['measurements']} measurements "
+        f"({100 * record['share']:.0f} %) were taken while other processes kept the machine "
+        f"busy (median {record['median_other_cores']:.2f} cores over those batches): they "
+        "measure a loaded machine."
+    )
+    if record.get("answers_on_disturbed"):
+        points = "; ".join(
+            ", ".join(f"{k}={_text(v)}" for k, v in point.items()) for point in record["points"]
+        )
+        text += (
+            f" {record['answers_on_disturbed']} of {record['answers']} grid points' answers rest "
+            f"only on them: {points}."
+        )
+    page.paragraph(text, "warning")
+
+
 def _accuracy_section(page: _Page, campaign: Campaign, table: pd.DataFrame, folds: int) -> None:
     """The surrogate's cross-validated errors and its out-of-fold predictions."""
     from mlkaps_gpu import analysis
@@ -424,6 +458,7 @@ def build_report(directory: str | Path, *, folds: int = DEFAULT_FOLDS) -> tuple[
     _configuration_section(page, campaign)
     table = campaign.store.load()
     _samples_section(page, campaign, table)
+    _load_paragraph(page, campaign)
     _accuracy_section(page, campaign, table, folds)
     _optima_section(page, campaign)
     _tree_section(page, campaign)
