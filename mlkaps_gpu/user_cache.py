@@ -15,6 +15,7 @@ This module imports the standard library only (and platformdirs when present).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.machinery
 import importlib.util
@@ -23,7 +24,7 @@ import stat
 import sys
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -113,7 +114,7 @@ def load_module(kind: str, name: str, build: Callable[[Path], Path]) -> ModuleTy
     """
     folder = cache_folder(kind)
     target = _library(folder, name)
-    with _lock:
+    with _lock, _build_lock(folder / f"{name}.lock"):
         key = str(target)
         if key in _loaded:
             return _loaded[key]
@@ -136,6 +137,23 @@ def load_module(kind: str, name: str, build: Callable[[Path], Path]) -> ModuleTy
         module = _import(name, target)
         _loaded[key] = module
         return module
+
+
+@contextlib.contextmanager
+def _build_lock(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``path`` (one process checks and builds a module at a time;
+    nothing where ``fcntl`` is absent)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield
+        return
+    with open(path, "a") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
 def _import(name: str, path: Path) -> ModuleType:
