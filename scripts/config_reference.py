@@ -133,6 +133,46 @@ def table(model: type[BaseModel], *, skip: tuple[str, ...] = ()) -> list[str]:
     return rows
 
 
+TABLE_REPLAY = [
+    "### Table replay: measurements over input points",
+    "",
+    "A replay of **one table whose rows are (inputs, configuration, objective)**, e.g. the shapes "
+    "a library calls a kernel with and the few configurations measured at each: "
+    '`files = "path"` with `input_columns` beside `design_columns` (`format = "csv"`, or '
+    '`"parquet"` where pyarrow is installed; `objective_column` and `failure_values` as for a '
+    'CSV), or a PyTorch AutoHeuristic file as it is (`format = "autoheuristic"`, gzip or text: '
+    "its JSON first line names the input features; each `choice` string becomes the design "
+    "parameters `block_m`, `block_k`, `block_n`, `num_stages`, `num_warps`, with a categorical "
+    "`kind` (`triton`, or the choice itself, e.g. `extern_fallback_mixed_mm`, whose Triton "
+    "parameters are 0) where the file has non-Triton choices; `inf` is a failed run). "
+    "Such a campaign declares no `[inputs]` or `[design]` parameters (only `constraints`) and no "
+    "`[optimization] grid`:",
+    "",
+    "* inputs come from the data: a numeric column is a range from its least to its largest "
+    "value (log-scaled when positive and max >= 8 min), a text column categorical, a "
+    "True / False column bool; input and design names must be C identifiers (they become the "
+    "header's arguments and fields);",
+    "* rows with the same inputs and configuration are repeats of one measurement: the "
+    'objective is the median of the finite repeat times (`aggregate = "mean"` for their '
+    "mean), the raw times are stored, and a cell is a failure only when every repeat failed;",
+    "* only listed (input point, configuration) rows are sampled, by every method; the grid is "
+    "the recorded input points, each decided among its listed configurations only (an unlisted "
+    "one is invalid there, as a failed one is a failure);",
+    "* at a shape the data does not hold, the header clamps each numeric input into its range "
+    "and returns its tree leaf's configuration, one it shipped at some recorded shape, checked "
+    "against the `constraints` only: the per-shape lists are not in the header, so whether the "
+    "library generates that configuration at the new shape is not checked. A categorical or "
+    "bool value the data never had is refused (`select` exits 2 naming it).",
+    "",
+    "`mlkaps-gpu select DIR --csv shapes.csv` answers a table of shapes (one column per input); "
+    "`--as-choice` adds the AutoHeuristic `choice` string of each answer. From Python, "
+    "`mlkaps_gpu.executors.load_autoheuristic(path)` gives the cells as a table, "
+    "`choice_strings(design_rows)` names configurations back, and "
+    "`fraction_of_optimum(table, answers)` scores answers at recorded shapes. Examples: "
+    "`experiments/configs/mixedmm_a100_replay.toml`, `flexattention_a100_replay.toml`.",
+]
+
+
 def section(name: str, info: FieldInfo) -> list[str]:
     """The reference of one section of the file."""
     lines = [f"## [{name}]", ""]
@@ -163,6 +203,7 @@ def section(name: str, info: FieldInfo) -> list[str]:
                 f"* `{kind}`: " + ", ".join(f"`{k}`" for k in keys)
                 for kind, keys in KERNEL_KEYS.items()
             ]
+            lines += ["", *TABLE_REPLAY]
         return lines
     lines += [
         info.description or "",

@@ -689,10 +689,14 @@ def build_space(
         raise ConfigError(f"{label}: [design]: {error}") from None
 
 
-def check_space(config: CampaignConfig, space: Space) -> None:
+def check_space(config: CampaignConfig, space: Space, *, grid: bool = True) -> None:
     """Checks of the configuration against its space: satisfiable constraints, fixed inputs in
     their domains, the grid, the command's ``{name}`` fields, the design parameters a C source
     is given (before anything is measured).
+
+    Args:
+        grid: check the ``[optimization] grid`` (not for a table replay, whose grid is its
+            recorded input points).
 
     Raises:
         ConfigError: naming the key.
@@ -720,7 +724,8 @@ def check_space(config: CampaignConfig, space: Space) -> None:
         return 1 if name in fixed else len(space.parameters[name].grid(size))
 
     try:
-        config.optimization.check_grid(space.input_names, axis_length)
+        if grid:  # (a table replay's grid is its recorded points)
+            config.optimization.check_grid(space.input_names, axis_length)
     except SettingError as error:
         raise _fail(config, "optimization", error.key, error.value, error.message) from None
     try:

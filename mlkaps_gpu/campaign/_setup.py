@@ -48,6 +48,8 @@ def prepare(config: CampaignConfig) -> Setup:
         executor = _command_executor(config)
     elif kernel.executor == "external":
         executor = ExternalExecutor(tuple(config.objectives))
+    elif kernel.table_replay:
+        executor, inputs, design = _table_replay_executor(config, inputs, design)
     elif kernel.executor == "replay":
         executor, replay_inputs, replay_design = _replay_executor(config)
         if design:
@@ -64,7 +66,9 @@ def prepare(config: CampaignConfig) -> Setup:
         design = design or builtin_design
     _check_unique(label, inputs, design)
     space = build_space(config, inputs, design)
-    check_space(config, space)  # satisfiable, fixed inputs, grid, command fields
+    if kernel.table_replay:
+        space = _listed_space(config, space, executor)
+    check_space(config, space, grid=not kernel.table_replay)  # fixed inputs, grid, fields
     objectives = list(config.objectives)
     unknown_bounds = sorted(set(config.optimization.bounds) - set(objectives[1:]))
     if unknown_bounds:
@@ -150,6 +154,58 @@ def _replay_executor(config: CampaignConfig) -> tuple[Executor, list[Parameter],
     input_parameter = executor.input_parameter()
     inputs = [input_parameter] if input_parameter is not None else []
     return executor, inputs, executor.design_parameters()
+
+
+def _table_replay_executor(
+    config: CampaignConfig, inputs: list[Parameter], design: list[Parameter]
+) -> tuple[Executor, list[Parameter], list[Parameter]]:
+    """A replay of one table over input points (``input_columns``, or an AutoHeuristic file):
+    its inputs and design parameters come from the data."""
+    from mlkaps_gpu.executors import TableReplayExecutor, autoheuristic_table, load_input_table
+
+    label = config.path.name
+    kernel = config.kernel
+    for section, given in (("inputs", inputs), ("design", design)):
+        if given:
+            raise ConfigError(
+                f"{label}: [{section}] {given[0].name}: a table replay takes its inputs and "
+                "design parameters from the data's columns; give only [design] constraints"
+            )
+    if config.optimization.given("grid"):
+        raise ConfigError(
+            f"{label}: [optimization] grid: a table replay's grid is its recorded input points; "
+            "remove the key"
+        )
+    assert isinstance(kernel.files, str)  # one file, checked by the config model
+    options = kernel.replay_options()
+    try:
+        if kernel.format == "autoheuristic":
+            table = autoheuristic_table(
+                kernel.files, objective=kernel.objective, aggregate=options["aggregate"]
+            )
+        else:
+            table = load_input_table(kernel.files, objective=kernel.objective, **options)
+        executor = TableReplayExecutor(table)
+    except (ReplayDataError, ExecutorError) as error:
+        raise ConfigError(f"{label}: [kernel] files: {error}") from None
+    names = [*table.input_names, *table.design_names]
+    check_names(config, {"kernel": names})
+    return executor, table.inputs, table.design
+
+
+def _listed_space(config: CampaignConfig, space: Space, executor: Executor) -> Space:
+    """The space of a table replay: only the (input point, configuration) rows of the data
+    exist (samplers draw those, the optimizer and the decisions judge only those)."""
+    from mlkaps_gpu.executors import TableReplayExecutor
+    from mlkaps_gpu.space import SpaceError
+
+    assert isinstance(executor, TableReplayExecutor)
+    try:
+        return space.with_listed_rows(executor.listed_rows(), space.input_names)
+    except SpaceError as error:
+        raise ConfigError(
+            f"{config.path.name}: [design] constraints: {error} ({'; '.join(config.constraints)})"
+        ) from None
 
 
 def _builtin_executor(
