@@ -183,7 +183,6 @@ def _run_campaign(
         progress.close()
         campaign.close()
     seconds = time.perf_counter() - started
-    _say_if_disturbed(campaign, as_json=as_json)
     if as_json:
         for stage, details in summary.items():
             print(json.dumps({"stage": stage, **details}))
@@ -203,6 +202,7 @@ def _run_campaign(
             print(stage_line(stage, details))
         print(f"campaign '{config.name}' done in {seconds:.1f} s")
         print(f"header: {campaign.header_path}")
+    _say_if_disturbed(campaign, as_json=as_json)
     return 0
 
 
@@ -215,6 +215,7 @@ def _say_if_disturbed(campaign: Any, *, as_json: bool) -> None:
     record = campaign_interference(campaign)
     if as_json and record is not None:
         print(json.dumps({"interference": record}))
+    sys.stdout.flush()  # the warnings come after the summary, also in one shared stream
     for line in interference_warnings(record):
         print(f"mlkaps-gpu: warning: {line}", file=sys.stderr)
 
