@@ -244,10 +244,15 @@ def test_a_replay_campaign_is_read_after_its_data_files_moved(
     assert main(["export", "--targets", str(out), "--out", str(tmp_path / "all.h")]) == 0
     assert "moved_select" in (tmp_path / "all.h").read_text()
     capsys.readouterr()
-    # a command that must measure says what it needs
+    # the commands that must measure say what they need
     assert main(["validate", str(out), "--reference", "a=1,variant=x", "--grid", "2"]) == 2
     error = capsys.readouterr().err
     assert "replay file not found" in error and "measures" in error
+    assert main(["merge", str(out), "--expert", "a=1,variant=x", "--grid", "2"]) == 2
+    error = capsys.readouterr().err
+    assert "replay file not found" in error and "measures" in error
+    # nothing was measured, nothing written where a reader would take it for a result
+    assert not (out / "validation").exists() and not (out / "merge").exists()
 
 
 # --------------------------------------------------------------------- tune(remeasure=...)
