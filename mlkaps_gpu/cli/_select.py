@@ -72,9 +72,12 @@ def with_choices(directory: str | Path, answers: Sequence[Mapping[str, Any]]) ->
             f"--as-choice: {directory} does not replay AutoHeuristic data ([kernel] format is "
             f"{shown!r}; allowed: 'autoheuristic'), so its answers have no choice name"
         )
-    from mlkaps_gpu.executors import choice_of  # pandas: only for this option
+    import pandas as pd  # only for this option
 
-    return [{**answer, "choice": choice_of(answer)} for answer in answers]
+    from mlkaps_gpu.executors import choice_strings
+
+    names = choice_strings(pd.DataFrame(list(answers))).tolist() if answers else []
+    return [{**answer, "choice": name} for answer, name in zip(answers, names, strict=True)]
 
 
 def read_inputs_csv(handle: TextIO) -> list[dict[str, str]]:
