@@ -232,7 +232,7 @@ class ListedRows:
         choices = np.flatnonzero(usable)
         if len(choices) == 0:
             raise SpaceError("no recorded input point has a listed configuration")
-        key = None if allowed is None else tuple(np.flatnonzero(~allowed)[:8].tolist())
+        key = hash(usable.tobytes())  # the tree over these points is built once
         if self._tree is None or self._tree[0] != (key, len(choices)):
             coordinates = np.column_stack(
                 [to_unit(p, self.points[p.name].to_numpy()) for p in parameters]
