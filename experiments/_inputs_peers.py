@@ -9,7 +9,8 @@ Budget ``B`` counts (point, configuration) cells, failed ones included. Every pe
 * :func:`best_single_from_cells`: ``B`` random cells; the configuration whose measured times are
   closest to the best measured at the same points (geomean of ``t / t_best sampled``).
 * :func:`autotune_nearest`: tune ``k = B / (configurations per point)`` points fully, chosen by a
-  space-filling rule; answer each point with the best configuration of the nearest tuned point.
+  space-filling rule (k-means medoids); answer each point with the fastest configuration of the
+  nearest tuned point that the point lists.
 * :func:`portfolio_tree`: Helion-style: the same tuned points, a portfolio of at most 10
   configurations chosen greedily for the worst slowdown over them, a depth-6 decision tree from
   the inputs to the portfolio configuration.
@@ -90,31 +91,32 @@ def first_listed(truth: Truth, preference: np.ndarray) -> np.ndarray:
 
 
 def space_filling_points(truth: Truth, count: int, rng: np.random.Generator) -> np.ndarray:
-    """``count`` point indices by farthest-point (maximin) sampling in the scaled log space of
-    the numeric inputs, a random first point; a point of a categorical value not yet covered is
-    taken first (the categorical values count as a distance of 10)."""
+    """``count`` point indices spread over where the points are: k-means in the scaled log
+    space of the numeric inputs (categorical codes x 10, so that categories separate first),
+    and per cluster the point nearest its centre. Farthest-point sampling was tried first: it
+    tunes the extreme shapes of a table and, for the Helion-style tree on mixedmm_a100 at 2 %,
+    scored 0.894 against 0.945 here."""
+    from sklearn.cluster import KMeans
+
     numeric, categorical = scaled_input_features(truth)
+    features = np.column_stack([numeric, 10.0 * categorical])
     count = min(int(count), truth.n_points)
-    chosen = [int(rng.integers(truth.n_points))]
-    distance = _distances(numeric, categorical, chosen[0])
-    while len(chosen) < count:
-        index = int(np.argmax(distance))
-        chosen.append(index)
-        distance = np.minimum(distance, _distances(numeric, categorical, index))
-    return np.array(chosen, dtype=np.int64)
-
-
-def _distances(numeric: np.ndarray, categorical: np.ndarray, index: int) -> np.ndarray:
-    gap = np.sqrt(((numeric - numeric[index]) ** 2).sum(axis=1))
-    return gap + 10.0 * (categorical != categorical[index]).sum(axis=1)
+    if count == truth.n_points:
+        return rng.permutation(truth.n_points)
+    model = KMeans(n_clusters=count, n_init=1, random_state=int(rng.integers(2**31 - 1)))
+    labels = model.fit_predict(features)
+    distance = model.transform(features)[np.arange(truth.n_points), labels]
+    frame = pd.DataFrame({"cluster": labels, "distance": distance})
+    chosen = frame.sort_values(["cluster", "distance"], kind="stable").groupby("cluster").head(1)
+    return rng.permutation(chosen.index.to_numpy(dtype=np.int64))
 
 
 def tuned_points(truth: Truth, budget: int, rng: np.random.Generator) -> np.ndarray:
-    """The space-filling points a budget tunes fully: in maximin order while their listed
-    configurations fit in ``B`` (at least one point)."""
+    """The points a budget tunes fully: ``k = B / (mean listed configurations per point)``
+    space-filling points, as many of them as fit in ``B`` (at least one)."""
     per_point = truth.listed.sum(axis=1)
-    expected = max(1, int(budget // max(1.0, float(per_point.mean()))))
-    order = space_filling_points(truth, min(truth.n_points, 2 * expected + 8), rng)
+    count = max(1, int(budget // max(1.0, float(per_point.mean()))))
+    order = space_filling_points(truth, count, rng)
     spent = np.cumsum(per_point[order])
     keep = max(1, int(np.searchsorted(spent, budget, side="right")))
     return order[:keep]

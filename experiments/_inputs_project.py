@@ -26,8 +26,6 @@ import numpy as np
 import pandas as pd
 from _inputs_truth import Truth, truth_from_cells
 
-#: the demo's fixed default (mlkaps_gpu.cli._demo.DEMO_DEFAULT)
-DEMO_DEFAULT = {"block": 32, "order": "ijk"}
 #: LU: the design reduced so that the exhaustive truth stays short (tiles at the expert's,
 #: one thread: nb x panel, 12 configurations where nb <= min(m, n) allows all)
 LU_CONFIG = """\
@@ -107,7 +105,7 @@ def demo_problem(sizes: int) -> Problem:
     """The built-in demo (``mlkaps-gpu demo``) with the project's default method settings."""
     from bench_peers import strip_config
 
-    from mlkaps_gpu.cli._demo import DEMO_CONFIG
+    from mlkaps_gpu.cli._demo import DEMO_CONFIG, DEMO_DEFAULT
 
     config, _ = strip_config(tomllib.loads(DEMO_CONFIG))
     low, high = config["inputs"]["n"]["range"]

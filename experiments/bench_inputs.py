@@ -90,6 +90,27 @@ CAMPAIGN_LGBM = "LightGBM argmin on the campaign's samples"
 FIXED = "fixed default"
 SINGLE_FULL = "best single configuration (full knowledge)"
 NOT_LANDED = "project header: not available yet (table replay not landed)"
+#: how each peer measures and answers (the notes of every results file)
+PEER_NOTES = (
+    "Budget B counts (input point, configuration) cells, failed ones included; every budgeted "
+    "peer gets the same B per seed and draws its cells from the truth table.",
+    "best single configuration (from B random cells): the configuration closest to the best "
+    "sampled at the points where two or more cells succeeded (mean log ratio; a configuration "
+    "not listed at such a point counts as its slowest); (full knowledge): the best geomean over "
+    "every point.",
+    "autotune k inputs + nearest neighbour: k = B / (mean listed configurations per point) points "
+    "tuned fully, chosen as k-means medoids in the scaled log space of the numeric inputs "
+    "(categorical inputs separated first); each point answers the fastest configuration of its "
+    "nearest tuned point (log distance, same categorical values when a tuned point has them) "
+    "that it lists.",
+    "Helion-style portfolio + tree: the same kind of tuned points, a portfolio of at most 10 "
+    "configurations added greedily for the lowest worst slowdown over them, a depth-6 "
+    "DecisionTreeClassifier from the inputs (log numeric, categorical codes) to the portfolio "
+    "entry; a point answers the listed entry of highest leaf share.",
+    "random cells + LightGBM argmin: B random listed cells, LightGBM (300 trees, 31 leaves) on "
+    "log time from input and design features (a failed cell: the worst log time seen + log 2), "
+    "argmin over the configurations listed at each point.",
+)
 
 
 def log(message: str) -> None:
@@ -255,12 +276,16 @@ def bench_replay(
     log(f"{case}: {truth.n_points} shapes, {len(truth.configs)} choices, {truth.n_cells} cells")
     notes = [
         f"Data: `{path.name}` ({truth.n_points} shapes, {len(truth.configs)} choices, "
-        f"{truth.n_cells} measured (shape, choice) cells; the median of the repeats per cell)."
+        f"{truth.n_cells} measured (shape, choice) cells; the median of the repeats per cell, "
+        "read by this script's own reader). Pure replay: no timing."
     ]
     config_path = replay_config(case) if project else None
     if not project:
         log("project header: not run (--skip-project)")
-        notes.append("The project header row was not run (`--skip-project`).")
+        notes.append(
+            "The project header row was not run (`--skip-project`): peers only. With "
+            f"`configs/{case}_replay.toml` present, the same command without it adds the row."
+        )
     elif config_path is None:
         log(NOT_LANDED)
         notes.append(
@@ -347,6 +372,7 @@ def bench_measured(
     budget = problem.budget
     label = f"B = {budget}"
     case = problem.name
+    repeats = problem.config["kernel"].get("repeats", "the executor's default")
     notes = [
         f"Truth: {truth.n_points} input points x every valid configuration "
         f"({truth.n_cells} cells), measured with the project's executor; a cell's time is the "
@@ -354,6 +380,12 @@ def bench_measured(
         "The project header tunes live with the real kernel; the budgeted peers draw their "
         "measurements from the truth table (a replay of it), so they see less noise than the "
         "campaign does.",
+        "Campaigns: the configuration's problem with the project's default method settings "
+        f"(kernel section as configured: repeats = {repeats}); "
+        "`project header (sampling X)` rows set only `[sampling] method = X`.",
+        f"{CAMPAIGN_LGBM}: LightGBM (as in the random-cells peer) fitted on that campaign's "
+        f"stored samples (`Campaign.store.load()`), {MODEL_SEEDS} model seeds, each metric "
+        "averaged over them.",
     ]
     for floor in project.noise_floor(problem, cells):
         notes.append(
@@ -505,6 +537,7 @@ def write_results(
         "## Notes",
         "",
         *(f"- {note}" for note in notes),
+        *(f"- {note}" for note in PEER_NOTES),
         f"- Wall time of this case: {seconds:.0f} s.",
         f"- Figure: `{stem}.png` (mean over the seeds at the largest budget).",
         "",
