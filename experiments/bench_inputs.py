@@ -51,6 +51,7 @@ PyTorch's shipped AutoHeuristic trees need torch, which is not a dependency: not
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 import tempfile
@@ -487,6 +488,7 @@ def write_figure(truth: Truth, curves: dict[str, np.ndarray], path: Path, title:
     if truth.n_points > 120:
         edges = np.geomspace(max(size.min(), 1e-12), size.max() * 1.0001, 25)
         bins = np.clip(np.searchsorted(edges, size, side="right") - 1, 0, len(edges) - 2)
+    lowest = 1.0
     for tool, fractions in sorted(
         curves.items(), key=lambda item: -np.mean(np.log(np.maximum(item[1], 1e-300)))
     ):
@@ -494,15 +496,17 @@ def write_figure(truth: Truth, curves: dict[str, np.ndarray], path: Path, title:
             axes.plot(
                 size[order], fractions[order], marker="o", markersize=3, linewidth=1, label=tool
             )
+            lowest = min(lowest, float(fractions.min()))
             continue
         used = np.unique(bins)
         centres = [np.exp(np.mean(np.log(size[bins == b]))) for b in used]
         geomeans = [np.exp(np.mean(np.log(np.maximum(fractions[bins == b], 1e-300)))) for b in used]
         axes.plot(centres, geomeans, marker="o", markersize=3, linewidth=1, label=tool)
+        lowest = min(lowest, min(geomeans))
     axes.set_xscale("log")
     axes.set_xlabel(label + (" (geomean per log bin)" if bins is not None else ""))
     axes.set_ylabel("fraction of the optimum (t_opt / t)")
-    axes.set_ylim(0, 1.02)
+    axes.set_ylim(max(0.0, math.floor(lowest * 10) / 10 - 0.05), 1.01)
     axes.set_title(title)
     axes.legend(fontsize=7, loc="lower left")
     figure.tight_layout()
