@@ -21,13 +21,18 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-#: Other processes' mean CPU use over a batch (cores) from which its measurements count as
-#: taken under sustained interference. One CPU-bound process beside the tuner uses about one
-#: core, two of them on a two-core machine at least one core between them even when the tuner
-#: keeps both cores busy, while a quiet machine's daemons use a few hundredths of a core: half a
-#: core is a CPU-bound process competing for at least half of the batch, far above the quiet
-#: machine's noise (tick rounding over a batch of a second is under 0.05 core).
+#: Other processes' mean CPU use (cores) from which a stretch of measuring counts as taken
+#: under sustained interference, when the CPUs were also saturated (:data:`FREE_CORES`). One
+#: CPU-bound process beside the tuner uses about one core, two of them on a two-core machine at
+#: least one core between them even when the tuner keeps both cores busy, while a quiet
+#: machine's daemons use a few hundredths of a core: half a core is a CPU-bound process
+#: competing for at least half of the time, far above the quiet machine's noise (tick rounding
+#: over a second of measuring is under 0.05 core).
 DISTURBED_CORES = 0.5
+#: The CPUs count as saturated when the tuner and the others together left less than this
+#: (cores) idle: other processes that used cores the tuner did not need (a desktop's browser
+#: on a 16-core machine beside a one-threaded kernel) took nothing from the measurements.
+FREE_CORES = 0.5
 #: Share of the measurements in disturbed batches from which ``tune`` and the report say so:
 #: one short disturbed batch (a cron job) among many is not sustained interference.
 DISTURBED_SHARE = 0.1
@@ -156,14 +161,16 @@ class LoadProbe:
 
 def disturbed_batches(loads: pd.DataFrame) -> np.ndarray:
     """The batch numbers of a load table (:meth:`SampleStore.batch_loads`) whose measurements
-    were taken under sustained interference: other processes used at least
-    :data:`DISTURBED_CORES` on average over the stretch of at least :data:`MIN_SECONDS` of
-    measuring (consecutive batches, in order) that holds the batch."""
+    were taken under sustained interference: over the stretch of at least :data:`MIN_SECONDS`
+    of measuring (consecutive batches, in order) that holds the batch, other processes used at
+    least :data:`DISTURBED_CORES` on average and less than :data:`FREE_CORES` stayed idle."""
     if not len(loads):
         return np.zeros(0, dtype=np.int64)
     ordered = loads.sort_values("batch")
     seconds = ordered["seconds"].to_numpy(dtype=np.float64)
     other = ordered["other_cores"].to_numpy(dtype=np.float64) * seconds
+    busy = other + ordered["own_cores"].to_numpy(dtype=np.float64) * seconds
+    cpus = ordered["cpus"].to_numpy(dtype=np.float64)
     window = np.zeros(len(ordered), dtype=np.int64)
     current, length = 0, 0.0
     for index, duration in enumerate(seconds):
@@ -175,8 +182,10 @@ def disturbed_batches(loads: pd.DataFrame) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     if length:  # a short last stretch joins the one before it
         window[window == current] = current - 1
-    pooled = np.bincount(window, other) / np.maximum(np.bincount(window, seconds), 1e-9)
-    disturbed = pooled[window] >= DISTURBED_CORES
+    length_of = np.maximum(np.bincount(window, seconds), 1e-9)
+    others = (np.bincount(window, other) / length_of)[window]
+    idle = cpus - (np.bincount(window, busy) / length_of)[window]
+    disturbed = (others >= DISTURBED_CORES) & (idle < FREE_CORES)
     return ordered["batch"].to_numpy(dtype=np.int64)[disturbed]
 
 

@@ -101,9 +101,9 @@ def interference_warnings(record: Mapping[str, Any] | None) -> list[str]:
     lines = [
         f"{record['disturbed']} of {record['measurements']} measurements "
         f"({100 * record['share']:.0f} %) were taken while other processes used "
-        f"{_number(record['median_other_cores'])} CPU cores (median over those batches; "
-        f"threshold {_number(record['threshold_cores'])}): the machine was busy, and they "
-        "measure a loaded machine; tune again on a quiet one (a new --out) to trust them"
+        f"{_number(record['median_other_cores'])} CPU cores (median over those batches; from "
+        f"{_number(record['threshold_cores'])} with no core idle): the machine was busy, and "
+        "they measure a loaded machine; tune again on a quiet one (a new --out) to trust them"
     ]
     if record.get("answers_on_disturbed"):
         points = record.get("points") or []

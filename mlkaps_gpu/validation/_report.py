@@ -258,7 +258,7 @@ def _load_paragraph(page: _Page, campaign: Campaign) -> None:
     page.paragraph(
         f"Other processes' CPU use while the {len(loads)} batches measured in this process ran:"
         f" median {loads.median():.2f}, max {loads.max():.2f} cores; a measurement counts as "
-        f"disturbed from {record['threshold_cores']} cores.",
+        f"disturbed from {record['threshold_cores']} cores while no core was left idle.",
         "note",
     )
     if not record["sustained"]:

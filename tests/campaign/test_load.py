@@ -176,6 +176,16 @@ def test_short_batches_are_judged_pooled_with_their_neighbours() -> None:
     assert len(disturbed_batches(_loads([(0.2, 1.9), (0.3, 1.9)]))) == 0
 
 
+def test_others_using_cores_the_tuner_left_idle_do_not_disturb() -> None:
+    """Two busy cores of a 16-core machine beside a one-threaded kernel took nothing from it;
+    the same beside a kernel using the other 14 did."""
+    loads = _loads([(2.0, 2.0), (2.0, 2.0)])
+    loads["cpus"] = 16
+    assert len(disturbed_batches(loads)) == 0
+    loads["own_cores"] = 14.0
+    assert disturbed_batches(loads).tolist() == [0, 1]
+
+
 def test_interference_names_the_answers_measured_only_in_disturbed_batches() -> None:
     samples = pd.DataFrame(
         {
