@@ -162,7 +162,11 @@ TABLE_REPLAY = [
     "and returns its tree leaf's configuration, one it shipped at some recorded shape, checked "
     "against the `constraints` only: the per-shape lists are not in the header, so whether the "
     "library generates that configuration at the new shape is not checked. A categorical or "
-    "bool value the data never had is refused (`select` exits 2 naming it).",
+    "bool value the data never had is refused (`select` exits 2 naming it). Measured with 20 % "
+    "of the shapes held out of the data (seed 0, budget 5 % of the remaining cells): at the "
+    "held-out shapes the header reached 0.966 of the optimum on mixedmm_a100 (0.965 at the "
+    "shapes it was tuned on) and 0.985 on flexattention_a100 (0.984), and every answer was "
+    "listed there; other data may differ.",
     "",
     "`mlkaps-gpu select DIR --csv shapes.csv` answers a table of shapes (one column per input); "
     "`--as-choice` adds the AutoHeuristic `choice` string of each answer. From Python, "
