@@ -35,7 +35,15 @@ import pandas as pd
 from mlkaps_gpu import __version__
 from mlkaps_gpu.campaign import _ask_tell
 from mlkaps_gpu.campaign._config import CampaignConfig, ConfigError, parse_config
-from mlkaps_gpu.campaign._decisions import Evidence, EvidenceScore, decide
+from mlkaps_gpu.campaign._decisions import (
+    Evidence,
+    EvidenceScore,
+    decide,
+    limit_configurations,
+    out_of_bag_error,
+    regret_against_best_known,
+    regret_summary,
+)
 from mlkaps_gpu.campaign._environment import (
     capture_environment,
     summary_line,
@@ -564,8 +572,10 @@ class Campaign:
         model = self._ensemble_model()
         target = valid[objective].to_numpy(dtype=float)
         model.log_target = evidence.log_space
-        model.fit(self.space.features(valid), target)
-        return EvidenceScore(evidence, model, self.space)
+        features = self.space.features(valid)
+        model.fit(features, target)
+        error = out_of_bag_error(model, features, target)
+        return EvidenceScore(evidence, model, self.space, model_error=error)
 
     def fit_models(self) -> dict[str, Any]:
         """The modeling stage: one LightGBM surrogate per objective, saved as
@@ -870,7 +880,7 @@ class Campaign:
         predicted values."""
         budget = self.config.sampling.budget
         score = self.evidence_score()
-        optima = decide(optima, score, self.space, self.setup.objectives[0])
+        optima = self._decide(optima, score)
         fitted = self._fit_on_evidence(optima, score)
         spent = {"answers": 0, "neighbours": 0, "unconfirmed": 0, "measured_instead": 0}
         rounds = 0
@@ -881,8 +891,7 @@ class Campaign:
             unmeasured = answers[~tried].drop_duplicates(self.space.names)
             kind = "answers" if len(unmeasured) else "neighbours"
             if len(unmeasured) > left:
-                rng = np.random.default_rng([self.config.seed, rounds, 17])
-                unmeasured = unmeasured.iloc[np.sort(rng.choice(len(unmeasured), left, False))]
+                unmeasured = self._least_certain(unmeasured, score, left, rounds)
             rows = unmeasured if len(unmeasured) else self._polish_rows(optima, score, left)
             if len(rows) == 0:
                 break
@@ -891,7 +900,7 @@ class Campaign:
             spent[kind] += len(rows)
             rounds += 1
             score = self.evidence_score()
-            optima = decide(optima, score, self.space, self.setup.objectives[0])
+            optima = self._decide(optima, score)
             fitted = self._fit_on_evidence(optima, score)
         # The budget (or the rounds) ended before some answers were measured: where the point
         # has measurements, ship a configuration measured there rather than an unconfirmed guess.
@@ -902,11 +911,30 @@ class Campaign:
             spent["measured_instead"] = 0 if strict.strict is None else len(strict.strict)
             if spent["measured_instead"]:
                 score = strict
-                optima = decide(optima, score, self.space, self.setup.objectives[0])
+                optima = self._decide(optima, score)
                 fitted = self._fit_on_evidence(optima, score)
         optima = self._with_header_columns(optima, fitted.selector, score)
         _atomic_csv(optima, self.directory / "optima.csv")
         return optima, fitted, self._confirmation_details(optima, spent, rounds)
+
+    def _decide(self, optima: pd.DataFrame, score: EvidenceScore) -> pd.DataFrame:
+        """Every grid point's decision (:func:`decide`), within ``[trees] max_configs``
+        distinct configurations where it is set (:func:`limit_configurations`)."""
+        decided = decide(optima, score, self.space, self.setup.objectives[0])
+        limit = self.config.trees.max_configs
+        return decided if limit is None else limit_configurations(decided, score, self.space, limit)
+
+    def _least_certain(
+        self, answers: pd.DataFrame, score: EvidenceScore, n: int, rounds: int
+    ) -> pd.DataFrame:
+        """The ``n`` unmeasured answers whose estimate is least certain (the ensemble's
+        spread, largest first; ties in a seeded random order): the confirmation measures where
+        the shipped answer could be most wrong."""
+        _, uncertainty, _, _ = score.estimate(answers[self.space.names])
+        rng = np.random.default_rng([self.config.seed, rounds, 17])
+        tie_break = rng.permutation(len(answers))
+        order = np.lexsort((tie_break, -np.round(uncertainty, 6)))
+        return answers.iloc[np.sort(order[:n])]
 
     def _answers(self, selector: Selector, optima: pd.DataFrame) -> pd.DataFrame:
         """The selector's configuration at every grid point (inputs and design columns)."""
@@ -957,6 +985,9 @@ class Campaign:
         out[f"header_measured_{objective}"] = np.where(count > 0, header, np.nan)
         out["header_measured_regret"] = np.where(count > 0, np.maximum(regret, 0.0), np.nan)
         out["header_failed"] = found["_failed"].to_numpy()
+        out["header_regret"] = regret_against_best_known(
+            score, answers, optima, best_signed, objective
+        )
         return out
 
     def _confirmation_details(
@@ -982,6 +1013,7 @@ class Campaign:
                 "above_1_percent": int(np.count_nonzero(known > 0.01)),
                 "failed": int(np.count_nonzero(optima["header_failed"])),
             },
+            "regret_against_best_known": regret_summary(optima["header_regret"]),
         }
         if len(optima) <= _LISTED_POINTS:
             columns = [

@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -40,6 +41,16 @@ DECIDE_KAPPA = 1.0
 NOISE_FLOOR = 0.005
 #: Most incumbents of other input points carried to a grid point as candidates.
 GLOBAL_CANDIDATES = 16
+#: Nearest measured input points whose best measured configuration is a candidate at a grid
+#: point (inputs that take many values: a neighbour's optimum is evidence of one here).
+NEIGHBOUR_CANDIDATES = 4
+#: Distinct configurations measured at an input point from which its best measured one speaks
+#: for the best there (see :meth:`EvidenceScore.only_measured_at`): with one or two measured
+#: configurations, the best of them says little about the best of the point.
+STRICT_MIN_MEASURED = 5
+#: Most configurations :func:`limit_configurations` chooses its portfolio from (the decided
+#: ones always; then the most measured ones).
+PORTFOLIO_CANDIDATES = 256
 
 
 def _relative_standard_error(raw: object, n_repeats: object) -> float:
@@ -176,8 +187,11 @@ class EvidenceScore:
         feature_space: the space whose features the model was trained on.
         kappa: weight of the uncertainty in the pessimistic estimate.
         strict: input points (rows of the input columns) where a configuration never measured
-            there counts as ``Evidence.penalty``, as a failed one does (see
+            there must beat the measured ones by the model's calibrated error (see
             :meth:`only_measured_at`).
+        model_error: the model's error on rows it did not learn from (out-of-bag root mean
+            square residual, model space; :func:`out_of_bag_error`), added in quadrature to the
+            members' spread at ``strict`` points.
     """
 
     def __init__(
@@ -188,24 +202,37 @@ class EvidenceScore:
         *,
         kappa: float = DECIDE_KAPPA,
         strict: pd.DataFrame | None = None,
+        model_error: float = 0.0,
     ) -> None:
         self.evidence = evidence
         self.model = model
         self.feature_space = feature_space
         self.kappa = kappa
         self.strict = strict
+        self.model_error = float(model_error) if np.isfinite(model_error) else 0.0
 
     def only_measured_at(self, points: pd.DataFrame) -> EvidenceScore:
-        """The same estimates, except that at those of ``points`` (input rows) where some
-        configuration was measured, a configuration never measured there counts as
-        ``Evidence.penalty``: its decision is a measured configuration and no tree leaf ships
-        another there. The confirmation asks this where the budget ended before the trees'
-        answer was measured: a measured configuration rather than an unconfirmed guess."""
+        """The same estimates, except that at those of ``points`` (input rows) where at least
+        :data:`STRICT_MIN_MEASURED` configurations were measured, a configuration never
+        measured there is judged with the
+        model's calibrated uncertainty (the members' spread and :attr:`model_error` in
+        quadrature) instead of the spread alone: it replaces the measured ones only where the
+        model is confident beyond its own error on unseen rows. The confirmation asks this
+        where the budget ended before the trees' answer was measured. A measurement of one
+        configuration at a point is evidence about that configuration, not about the best one
+        there: with one slow configuration measured at a size, a configuration the model
+        predicts 100 times faster still ships."""
         inputs = self.evidence.space.input_names
-        measured = self.evidence.table[inputs].drop_duplicates()
+        counts = self.evidence.table.groupby(inputs, sort=False, dropna=False).size()
+        measured = counts[counts >= STRICT_MIN_MEASURED].reset_index()[inputs]
         strict = points[inputs].drop_duplicates().merge(measured, on=inputs)
         return EvidenceScore(
-            self.evidence, self.model, self.feature_space, kappa=self.kappa, strict=strict
+            self.evidence,
+            self.model,
+            self.feature_space,
+            kappa=self.kappa,
+            strict=strict,
+            model_error=self.model_error,
         )
 
     def estimate(
@@ -214,8 +241,8 @@ class EvidenceScore:
         """Signed model-space estimate, its uncertainty, whether each row was measured and
         whether it is ruled out: the measurement and its standard error where there is one,
         ``Evidence.penalty`` (no uncertainty; ruled out) where the configuration only ever
-        failed there or was never measured at a ``strict`` point, else the ensemble's mean and
-        spread. (Not a precision-weighted
+        failed there, else the ensemble's mean and spread (with :attr:`model_error` added in
+        quadrature at ``strict`` points). (Not a precision-weighted
         blend: the members' spread is no calibrated error of the model at one configuration,
         and a blend let a smooth model pull a measured 5 % better configuration back to its
         neighbours' level.)"""
@@ -230,7 +257,8 @@ class EvidenceScore:
             inputs = self.evidence.space.input_names
             rows = table[inputs].reset_index(drop=True)
             flag = rows.merge(self.strict.assign(_strict=True), on=inputs, how="left")["_strict"]
-            out = out | (flag.fillna(False).to_numpy(dtype=bool) & ~seen)
+            guarded = flag.fillna(False).to_numpy(dtype=bool) & ~seen
+            sd = np.where(guarded, np.hypot(sd, self.model_error), sd)
         mean = np.where(out, self.evidence.penalty, mean)
         sd = np.where(out, 0.0, sd)
         return np.where(seen, found["_f"], mean), np.where(seen, found["_se"], sd), seen, out
@@ -281,14 +309,20 @@ def decide(
         ``failed`` where every candidate of the point failed there),
         ``predicted_<objective>`` (the ensemble's prediction of the decided configuration,
         never one of a configuration replaced), ``measured_<objective>`` (its measured mean,
-        NaN where unmeasured) and ``uncertainty`` (of the decided configuration's estimate,
-        in the model space).
+        NaN where unmeasured), ``uncertainty`` (of the decided configuration's estimate,
+        in the model space) and ``best_known_<objective>`` (the best estimate among the
+        point's candidates: a measurement where there is one, else the ensemble's mean; the
+        reference of the header's regret where the truth is unknown).
     """
     grid = optima.reset_index(drop=True)
     table = _candidates(grid, score.evidence, space)
     mean, uncertainty, _, ruled_out = score.estimate(table[space.names])
-    table = table.assign(_pessimistic=mean + score.kappa * uncertainty, _uncertainty=uncertainty)
+    table = table.assign(
+        _pessimistic=mean + score.kappa * uncertainty, _uncertainty=uncertainty, _mean=mean
+    )
     table["_out"] = ruled_out
+    usable = table[~table["_out"]]
+    best_known = usable.groupby("_point")["_mean"].min().reindex(np.arange(len(grid)))
     order = ["_point", "_out", "_pessimistic"]  # a ruled-out configuration only when alone
     best = table.sort_values(order, kind="stable").drop_duplicates("_point")
     best = best.set_index("_point").reindex(np.arange(len(grid)))
@@ -306,12 +340,14 @@ def decide(
     out["uncertainty"] = best["_uncertainty"].to_numpy()
     failed = found["_failed"].to_numpy()
     out["source"] = np.where(measured, "measured", np.where(failed, "failed", "surrogate"))
+    out[f"best_known_{objective}"] = score.evidence.to_objective(best_known.to_numpy())
     return out
 
 
 def _candidates(grid: pd.DataFrame, evidence: Evidence, space: Space) -> pd.DataFrame:
     """Every grid point's candidates (``_point``: its row in ``grid``): the grid optimizer's
-    choice, the configurations measured there, the other points' incumbents valid there."""
+    choice, the configurations measured there, the other points' incumbents valid there and
+    the best measured configurations of its nearest measured input points valid there."""
     inputs = space.input_names
     point = np.arange(len(grid))
     candidates = [grid[space.names].assign(_point=point)]
@@ -319,19 +355,221 @@ def _candidates(grid: pd.DataFrame, evidence: Evidence, space: Space) -> pd.Data
     if len(measured):
         here = measured[space.names].merge(grid[inputs].assign(_point=point), on=inputs)
         candidates.append(here)
-    incumbents = evidence.incumbents()
-    if len(incumbents):
-        owner = np.repeat(point, len(incumbents))
-        design = incumbents[space.design_names].iloc[np.tile(np.arange(len(incumbents)), len(grid))]
-        block = pd.concat(
-            [grid[inputs].iloc[owner].reset_index(drop=True), design.reset_index(drop=True)],
-            axis=1,
-        ).assign(_point=owner)
-        candidates.append(block[space.is_valid(block[space.names])])
+    for owner, design in (
+        _carried(grid, evidence.incumbents(), space.design_names),
+        _neighbours(grid, evidence),
+    ):
+        if len(owner):
+            block = pd.concat(
+                [grid[inputs].iloc[owner].reset_index(drop=True), design.reset_index(drop=True)],
+                axis=1,
+            ).assign(_point=owner)
+            candidates.append(block[space.is_valid(block[space.names])])
     table = pd.concat(candidates, ignore_index=True).drop_duplicates([*space.names, "_point"])
     return table.reset_index(drop=True)
 
 
+def _carried(
+    grid: pd.DataFrame, incumbents: pd.DataFrame, design_names: Sequence[str]
+) -> tuple[np.ndarray, pd.DataFrame]:
+    """Every incumbent at every grid point: (grid rows, design rows)."""
+    if not len(incumbents):
+        return np.empty(0, dtype=np.int64), incumbents
+    owner = np.repeat(np.arange(len(grid)), len(incumbents))
+    design = incumbents.iloc[np.tile(np.arange(len(incumbents)), len(grid))]
+    return owner, design[list(design_names)]
+
+
+def _neighbours(grid: pd.DataFrame, evidence: Evidence) -> tuple[np.ndarray, pd.DataFrame]:
+    """For every grid point, the best measured design of each of its
+    :data:`NEIGHBOUR_CANDIDATES` nearest measured input points (the point itself included):
+    (grid rows, design rows). Distances in the inputs' scaled coordinates (log where the
+    parameter is log-scaled); a categorical input must match. Nothing when every input is
+    categorical (the incumbents already carry other values' optima)."""
+    space = evidence.space
+    inputs = space.input_names
+    design_names = space.design_names
+    empty = np.empty(0, dtype=np.int64), evidence.table[design_names].iloc[:0]
+    numeric = [n for n in inputs if space.parameters[n].kind in ("int", "float")]
+    if not numeric or evidence.table.empty:
+        return empty
+    best = evidence.table.sort_values("_f", kind="stable").drop_duplicates(inputs)
+    best = best.reset_index(drop=True)
+    k = min(NEIGHBOUR_CANDIDATES, len(best))
+    grid_x, best_x = _coordinates(grid, space), _coordinates(best, space)
+    from scipy.spatial import cKDTree
+
+    _, nearest = cKDTree(best_x).query(grid_x, k=k)
+    nearest = np.asarray(nearest).reshape(len(grid), k)
+    owner = np.repeat(np.arange(len(grid)), k)
+    return owner, best[design_names].iloc[nearest.reshape(-1)]
+
+
+def _coordinates(table: pd.DataFrame, space: Space) -> np.ndarray:
+    """Input rows as points: numeric inputs scaled to [0, 1] over their range (log-scaled
+    where the parameter is), categorical inputs as a code times a distance no numeric
+    difference reaches."""
+    columns = []
+    for name in space.input_names:
+        parameter = space.parameters[name]
+        values = parameter.numeric(table[name].to_numpy())
+        if parameter.kind in ("int", "float"):
+            domain = parameter.values if parameter.values is not None else ()
+            low = float(min(domain)) if domain else float(parameter.low or 0.0)
+            high = float(max(domain)) if domain else float(parameter.high or 0.0)
+            if parameter.log and low > 0:
+                values, low, high = np.log(values), np.log(low), np.log(high)
+            columns.append((values - low) / max(high - low, 1e-12))
+        else:
+            columns.append(values * 1e3)
+    return np.column_stack(columns).astype(np.float64)
+
+
+def out_of_bag_error(model: BootstrapEnsemble, features: np.ndarray, target: np.ndarray) -> float:
+    """Root mean square of the ensemble's out-of-bag residuals, in its model space (the log
+    of ``target`` with ``log_target``): its error on rows a member did not learn from. NaN
+    when fewer than 5 rows have an out-of-bag prediction."""
+    values = np.asarray(target, dtype=np.float64)
+    values = np.log(values) if model.log_target else values
+    residual = values - model.out_of_bag(features)
+    residual = residual[np.isfinite(residual)]
+    if len(residual) < 5:
+        return float("nan")
+    return float(np.sqrt(np.mean(residual**2)))
+
+
 def evidence_columns(objective: str) -> Sequence[str]:
     """Columns :func:`decide` adds or rewrites."""
-    return (f"predicted_{objective}", f"measured_{objective}", "uncertainty", "source")
+    return (
+        f"predicted_{objective}",
+        f"measured_{objective}",
+        "uncertainty",
+        "source",
+        f"best_known_{objective}",
+    )
+
+
+def regret_against_best_known(
+    score: EvidenceScore,
+    answers: pd.DataFrame,
+    decisions: pd.DataFrame,
+    best_measured: np.ndarray,
+    objective: str,
+) -> np.ndarray:
+    """Per grid point, the header's relative regret against the best configuration known
+    there: its answer's estimate (the measurement, else the ensemble's mean) against the
+    better of the point's best measured value (signed, model space: ``best_measured``) and the
+    best estimate among the decision's candidates (``best_known_<objective>`` of
+    ``decisions``). Never 0 by construction: a point where one slow configuration was measured
+    is compared with what the model knows to be faster."""
+    evidence = score.evidence
+    mean, _, _, _ = score.estimate(answers)
+    best = np.asarray(best_measured, dtype=np.float64)
+    column = f"best_known_{objective}"
+    if column in decisions:
+        known = decisions[column].to_numpy(dtype=np.float64)
+        signed = evidence.sign * (np.log(known) if evidence.log_space else known)
+        best = np.fmin(best, signed)
+    header = evidence.to_objective(mean)
+    reference = evidence.to_objective(best)
+    regret = evidence.sign * (header - reference) / np.abs(reference)
+    return np.where(np.isfinite(regret), np.maximum(regret, 0.0), np.nan)
+
+
+def regret_summary(regret: pd.Series) -> dict[str, Any]:
+    """What verification.json says of the header's regret against the best known
+    configuration per grid point (measured or modelled)."""
+    values = regret.to_numpy(dtype=np.float64)
+    values = values[np.isfinite(values)]
+    if not len(values):
+        return {"points": 0}
+    return {
+        "points": len(values),
+        "geomean_fraction": float(np.exp(-np.mean(np.log1p(values)))),
+        "max": float(values.max()),
+        "above_1_percent": int(np.count_nonzero(values > 0.01)),
+        "slower_than_1_5x": int(np.count_nonzero(values > 0.5)),
+    }
+
+
+def limit_configurations(
+    decisions: pd.DataFrame, score: EvidenceScore, space: Space, limit: int
+) -> pd.DataFrame:
+    """The decisions rewritten to use at most ``limit`` distinct configurations.
+
+    The portfolio is chosen greedily, as Helion's autotuner keeps a few configurations for
+    all its shapes: among the decided configurations and the most measured ones (at most
+    :data:`PORTFOLIO_CANDIDATES` beside the decided), first the one of best geometric mean
+    pessimistic estimate over the grid points (:meth:`EvidenceScore.pessimistic`; a
+    configuration unlisted or failed at a point counts as ``Evidence.penalty`` there), then
+    repeatedly the one that lowers the sum over points of the best estimate in the portfolio
+    the most. Every point then takes its portfolio member of best estimate. ``source`` and the
+    measured and predicted columns are recomputed for the rewritten points (``measured``
+    where the new configuration was measured there, else ``surrogate``).
+    """
+    names, design = space.names, space.design_names
+    decided = decisions[design].drop_duplicates()
+    if len(decided) <= limit:
+        return decisions
+    # candidates: the decided configurations, then the most measured others (a configuration
+    # near the best everywhere is what a small portfolio needs, even if it is nowhere the best)
+    measured = score.evidence.table.groupby(design, sort=False, dropna=False)["_n"].sum()
+    measured = measured.sort_values(ascending=False, kind="stable").reset_index()[design]
+    configurations = pd.concat([decided, measured], ignore_index=True).drop_duplicates()
+    configurations = configurations.head(max(PORTFOLIO_CANDIDATES, len(decided)))
+    configurations = configurations.reset_index(drop=True)
+    points = decisions[space.input_names].reset_index(drop=True)
+    n_points, n_configs = len(points), len(configurations)
+    pairs = pd.concat(
+        [
+            points.iloc[np.repeat(np.arange(n_points), n_configs)].reset_index(drop=True),
+            configurations.iloc[np.tile(np.arange(n_configs), n_points)].reset_index(drop=True),
+        ],
+        axis=1,
+    )[names]
+    cost = score.pessimistic(pairs)
+    valid = space.is_valid(pairs)
+    cost = np.where(valid, cost, score.evidence.penalty).reshape(n_points, n_configs)
+    chosen = [int(np.argmin(cost.sum(axis=0)))]
+    best = cost[:, chosen[0]].copy()
+    while len(chosen) < limit:
+        gain = np.maximum(best[:, None] - cost, 0.0).sum(axis=0)
+        gain[chosen] = -1.0
+        pick = int(np.argmax(gain))
+        if gain[pick] <= 0:
+            break
+        chosen.append(pick)
+        best = np.minimum(best, cost[:, pick])
+    member = np.array(chosen)[np.argmin(cost[:, chosen], axis=1)]
+    out = decisions.reset_index(drop=True).copy()
+    replaced = configurations.iloc[member].reset_index(drop=True)
+    changed = ~(out[design].reset_index(drop=True) == replaced).all(axis=1).to_numpy()
+    for name in design:
+        out[name] = replaced[name].to_numpy()
+        out[name] = out[name].astype(space.parameters[name].dtype)
+    if changed.any():
+        _refresh_estimates(out, changed, score)
+    return out
+
+
+def _refresh_estimates(out: pd.DataFrame, rows: np.ndarray, score: EvidenceScore) -> None:
+    """Recompute, in place, the evidence columns of ``decide`` for the rewritten rows."""
+    space = score.evidence.space
+    objective = score.evidence.objective
+    chosen = out.loc[rows, space.names]
+    found = score.evidence.match(chosen)
+    measured = found["_n"].to_numpy() > 0
+    _, uncertainty, _, _ = score.estimate(chosen)
+    if f"predicted_{objective}" in out:
+        out.loc[rows, f"predicted_{objective}"] = score.predicted(chosen)
+    if f"measured_{objective}" in out:
+        out.loc[rows, f"measured_{objective}"] = np.where(
+            measured, score.evidence.to_objective(found["_f"].to_numpy()), np.nan
+        )
+    if "uncertainty" in out:
+        out.loc[rows, "uncertainty"] = uncertainty
+    if "source" in out:
+        failed = found["_failed"].to_numpy()
+        out.loc[rows, "source"] = np.where(
+            measured, "measured", np.where(failed, "failed", "surrogate")
+        )

@@ -44,6 +44,17 @@ class TreesSettings(SettingsModel):
             "0.01 = one percentage point)."
         ),
     )
+    max_configs: int | None = Field(
+        default=None,
+        ge=1,
+        description=(
+            "Most distinct configurations the header may return (a library that compiles "
+            "every configuration it can return: Triton kernels, C++ template instances); "
+            "chosen greedily to lose the least geometric-mean estimate over the grid. "
+            "Unset: no bound."
+        ),
+        json_schema_extra={"allowed": "a positive integer"},
+    )
     prefix: str = Field(
         default="mlkaps",
         description=(

@@ -14,6 +14,7 @@ from mlkaps_gpu.campaign._decisions import (
     Evidence,
     EvidenceScore,
     decide,
+    limit_configurations,
 )
 from mlkaps_gpu.space import Parameter, Space
 from mlkaps_gpu.surrogate import BootstrapEnsemble
@@ -183,25 +184,78 @@ def test_a_point_whose_only_candidate_failed_says_so() -> None:
     assert decided["source"].iloc[0] == "failed"
 
 
-def test_only_measured_at_ships_a_measured_configuration_where_asked() -> None:
+def test_only_measured_at_guards_measurements_with_the_model_error() -> None:
+    """At a strict point (five configurations measured there), an unmeasured configuration
+    must beat the measured ones by the model's calibrated error: a prediction 2x better with an
+    out-of-bag error of 1 (e = 2.7x) does not ship; one 100x better does."""
     sp = space()
-    evidence = Evidence(samples([("a", 3, 1.0), ("a", 5, 1.2), ("b", 2, 1.0)]), sp, "time")
-    # a confident prediction wins on gpu a (as above) until the point is made strict
+    rows = [("a", x, 1.0 + 0.1 * x) for x in (1, 2, 3, 4, 5)] + [("b", 2, 1.0)]
+    evidence = Evidence(samples(rows), sp, "time")
     model = FixedModel({x: 0.0 for x in range(1, 11)} | {9: np.log(0.5)}, sd=0.05)
-    score = EvidenceScore(evidence, model, sp)
+    score = EvidenceScore(evidence, model, sp, model_error=1.0)
     assert decide(grid_row("a", 9, 0.5), score, sp, "time")["x"].iloc[0] == 9
     strict = score.only_measured_at(pd.DataFrame({"gpu": ["a", "b"]}))
+    assert strict.strict["gpu"].tolist() == ["a"]  # b has one measured configuration
     decided = decide(grid_row("a", 9, 0.5), strict, sp, "time")
-    assert decided["x"].iloc[0] == 3
+    assert decided["x"].iloc[0] == 1
     assert decided["source"].iloc[0] == "measured"
-    table = pd.DataFrame({"gpu": ["a", "a", "b", "b"], "x": [9, 3, 9, 2]})
-    # unmeasured there: below anything measured for the trees; measured rows keep their value
-    values = strict.score(table)  # the penalty: e times the worst measured (1.2)
-    assert values == pytest.approx([1.2 * np.e, 1.0, 1.2 * np.e, 1.0], rel=0.01)
-    # the original score is unchanged, and a point without measurements stays with the model
-    assert score.score(table)[0] < 1.0
-    only_a = score.only_measured_at(pd.DataFrame({"gpu": ["a"]}))
-    assert only_a.score(pd.DataFrame({"gpu": ["b"], "x": [9]}))[0] < 1.0
+    # on b, one measurement says nothing of the best: the prediction ships
+    assert decide(grid_row("b", 9, 0.5), strict, sp, "time")["x"].iloc[0] == 9
+    # the guard is the model's error in quadrature with the spread, not a penalty
+    table = pd.DataFrame({"gpu": ["a", "a"], "x": [9, 1]})
+    values = strict.score(table)
+    assert values == pytest.approx([0.5 * np.exp(np.hypot(0.05, 1.0)), 1.1], rel=0.01)
+    far = EvidenceScore(
+        evidence,
+        FixedModel({x: 0.0 for x in range(1, 11)} | {9: np.log(0.01)}, sd=0.05),
+        sp,
+        model_error=1.0,
+    ).only_measured_at(pd.DataFrame({"gpu": ["a"]}))
+    assert decide(grid_row("a", 9, 0.01), far, sp, "time")["x"].iloc[0] == 9
+
+
+def test_one_slow_measurement_does_not_outrank_a_far_faster_prediction() -> None:
+    """The demo's failure: one slow configuration measured at a size (50 ms) must not ship
+    there when the model predicts another 100x faster, whatever the confirmation left."""
+    sp = space()
+    evidence = Evidence(samples([("a", 1, 0.05)]), sp, "time")
+    model = FixedModel({x: np.log(0.05) for x in range(1, 11)} | {8: np.log(0.0005)}, sd=0.3)
+    score = EvidenceScore(evidence, model, sp, model_error=0.5)
+    for candidate in (score, score.only_measured_at(pd.DataFrame({"gpu": ["a"]}))):
+        decided = decide(grid_row("a", 8, 0.0005), candidate, sp, "time")
+        assert decided["x"].iloc[0] == 8
+        assert decided["source"].iloc[0] == "surrogate"
+        assert decided["best_known_time"].iloc[0] == pytest.approx(0.0005, rel=1e-6)
+
+
+def test_neighbours_best_measured_configurations_are_candidates() -> None:
+    """On an input with many values, the best measured configuration of a nearby size is a
+    candidate at a grid point the optimizer answered otherwise (measured once there, it is no
+    incumbent carried everywhere)."""
+    sp = Space(
+        [Parameter("n", "int", low=10, high=1000, log=True)],
+        [Parameter("x", "int", values=tuple(range(1, 11)))],
+    )
+    evidence = Evidence(
+        pd.concat(
+            [
+                samples([("a", 7, 0.2)]).assign(n=[100]),
+                samples([("a", 3, 0.9), ("a", 2, 1.0)]).assign(n=[900, 900]),
+            ]
+        ).drop(columns="gpu"),
+        sp,
+        "time",
+    )
+
+    class ByX(FixedModel):
+        def predict_log(self, features: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            x = features[:, 1].astype(int)
+            return np.where(x == 7, np.log(0.25), 0.0), np.full(len(x), 0.01)
+
+    model = ByX({}, sd=0.01)
+    grid = pd.DataFrame({"n": [110], "x": [5], "predicted_time": [1.0], "n_valid": [10]})
+    decided = decide(grid, EvidenceScore(evidence, model, sp), sp, "time")
+    assert decided["x"].iloc[0] == 7
 
 
 def test_only_measured_at_leaves_a_point_without_measurements_to_the_model() -> None:
@@ -211,3 +265,35 @@ def test_only_measured_at_leaves_a_point_without_measurements_to_the_model() -> 
     strict = EvidenceScore(evidence, model, sp).only_measured_at(pd.DataFrame({"gpu": ["a"]}))
     assert len(strict.strict) == 0  # gpu a has no measurement: nothing to ship instead
     assert decide(grid_row("a", 9, 0.5), strict, sp, "time")["x"].iloc[0] == 9
+
+
+def test_limit_configurations_keeps_the_portfolio_that_loses_least() -> None:
+    """Four points whose best configurations are 1, 2, 3 and 4; configuration 5 (measured,
+    never decided) is within 10 % of the best everywhere. With two configurations allowed, 5
+    is kept first and one point's own best second; every point takes its better member."""
+    sp = Space(
+        [Parameter("n", "int", values=(1, 2, 3, 4))],
+        [Parameter("x", "int", values=tuple(range(1, 11)))],
+    )
+    truth = {
+        (n, x): (1.0 if x == n else (1.1 if x == 5 else 3.0))
+        for n in range(1, 5)
+        for x in range(1, 11)
+    }
+    truth[(4, 4)] = 0.5  # point 4's own best is far better than 5 there
+
+    class Table(FixedModel):
+        def predict_log(self, features: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            keys = zip(features[:, 0].astype(int), features[:, 1].astype(int), strict=True)
+            return np.log([truth[k] for k in keys]), np.full(len(features), 0.01)
+
+    measured = samples([("a", 1, 1.0), ("a", 5, 1.1)]).drop(columns="gpu").assign(n=[1, 1])
+    evidence = Evidence(measured, sp, "time")
+    score = EvidenceScore(evidence, Table({}, sd=0.01), sp)
+    decisions = pd.DataFrame({"n": [1, 2, 3, 4], "x": [1, 2, 3, 4]})
+    decisions["source"] = "surrogate"
+    limited = limit_configurations(decisions, score, sp, 2)
+    assert limited["x"].tolist() == [5, 5, 5, 4]
+    assert limited["source"].tolist() == ["measured", "surrogate", "surrogate", "surrogate"]
+    assert limit_configurations(decisions, score, sp, 4)["x"].tolist() == [1, 2, 3, 4]
+    assert limit_configurations(decisions, score, sp, 1)["x"].tolist() == [5, 5, 5, 5]
