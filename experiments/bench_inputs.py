@@ -128,8 +128,15 @@ def parse_seeds(text: str) -> list[int]:
 
 
 def summary_row(
-    case: str, budget_label: str, budget: int, tool: str, seed: Any, fractions: np.ndarray
+    case: str,
+    budget_label: str,
+    budget: int,
+    tool: str,
+    seed: Any,
+    fractions: np.ndarray,
+    tune_seconds: float = math.nan,
 ) -> dict:
+    """One run's scores (``tune_seconds``: a project campaign's tuning time)."""
     return {
         "case": case,
         "budget": budget_label,
@@ -138,6 +145,7 @@ def summary_row(
         "seed": seed,
         "points": len(fractions),
         **summarize_fractions(fractions),
+        "tune_seconds": tune_seconds,
     }
 
 
@@ -248,6 +256,7 @@ def run_replay_project(
     data.setdefault("campaign", {})["seed"] = seed
     data.setdefault("sampling", {})["budget"] = budget
     text = to_toml(data)
+    workdir.mkdir(parents=True, exist_ok=True)
     path = workdir / f"{case}_B{budget}_s{seed}.toml"
     path.write_text(text)
     config = mlkaps_gpu.parse_config(text, path=config_path, label=config_path.name)
@@ -313,14 +322,21 @@ def bench_replay(
         for seed in seeds:
             started = time.perf_counter()
             answers = peers.peer_answers(truth, budget, np.random.default_rng([seed, budget]))
+            seconds = {}
             if config_path is not None:
+                tuning = time.perf_counter()
                 answers = {
                     HEADER: run_replay_project(case, config_path, truth, budget, seed, workdir),
                     **answers,
                 }
+                seconds[HEADER] = time.perf_counter() - tuning
             for tool, chosen in answers.items():
                 fractions = point_fractions(truth, chosen)
-                rows.append(summary_row(case, label, budget, tool, seed, fractions))
+                rows.append(
+                    summary_row(
+                        case, label, budget, tool, seed, fractions, seconds.get(tool, math.nan)
+                    )
+                )
                 if share == largest:
                     curves.setdefault(tool, []).append(fractions)
             log(f"  {label} seed {seed}: {time.perf_counter() - started:.1f} s")
@@ -397,8 +413,8 @@ def bench_measured(
     rows: list[dict] = []
     curves: dict[str, list[np.ndarray]] = {}
 
-    def add(tool: str, seed: Any, fractions: np.ndarray) -> None:
-        rows.append(summary_row(case, label, budget, tool, seed, fractions))
+    def add(tool: str, seed: Any, fractions: np.ndarray, seconds: float = math.nan) -> None:
+        rows.append(summary_row(case, label, budget, tool, seed, fractions, seconds))
         curves.setdefault(tool, []).append(fractions)
 
     add(FIXED, "-", point_fractions(truth, fixed_answers(truth, problem.default)))
@@ -416,7 +432,12 @@ def bench_measured(
                 f"  {case} seed {seed} sampler {method or 'default'}: "
                 f"tuned in {result.tune_seconds:.0f} s"
             )
-            add(HEADER + suffix, seed, point_fractions(truth, result.answers))
+            add(
+                HEADER + suffix,
+                seed,
+                point_fractions(truth, result.answers),
+                result.tune_seconds,
+            )
             per_model = [
                 point_fractions(
                     truth,
@@ -453,6 +474,9 @@ def summarize_rows(rows: pd.DataFrame) -> pd.DataFrame:
     mean = grouped.mean()
     sd = grouped.std(ddof=1).fillna(0.0)
     out = mean.join(sd.add_suffix("_sd")).join(grouped.size().rename("runs"))
+    if "tune_seconds" in rows:
+        seconds = rows.groupby(["budget", "B", "tool"], sort=False)["tune_seconds"].mean()
+        out = out.join(seconds)
     return out.reset_index()
 
 
@@ -460,8 +484,10 @@ def markdown_tables(summary: pd.DataFrame) -> list[str]:
     lines: list[str] = []
     for (budget, _), table in summary.groupby(["budget", "B"], sort=False):
         lines += [f"### {budget}", ""]
-        lines.append("| tool | geomean | worst point | points < 0.67 | points < 0.9 | runs |")
-        lines.append("|---|---|---|---|---|---|")
+        lines.append(
+            "| tool | geomean | worst point | points < 0.67 | points < 0.9 | runs | tuning (s) |"
+        )
+        lines.append("|---|---|---|---|---|---|---|")
         for values in table.sort_values("geomean", ascending=False).to_dict("records"):
             cells = [
                 f"{values['geomean']:.3f} ± {values['geomean_sd']:.3f}",
@@ -469,7 +495,11 @@ def markdown_tables(summary: pd.DataFrame) -> list[str]:
                 f"{values['below_0.67']:.1f} ± {values['below_0.67_sd']:.1f}",
                 f"{values['below_0.9']:.1f} ± {values['below_0.9_sd']:.1f}",
             ]
-            lines.append(f"| {values['tool']} | {' | '.join(cells)} | {values['runs']} |")
+            seconds = values.get("tune_seconds", math.nan)
+            tuning = f"{seconds:.0f}" if np.isfinite(seconds) else ""
+            lines.append(
+                f"| {values['tool']} | {' | '.join(cells)} | {values['runs']} | {tuning} |"
+            )
         lines.append("")
     return lines
 
@@ -575,6 +605,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--remeasure-truth", action="store_true")
     parser.add_argument("--out", type=Path, default=RESULTS, help="results folder")
     parser.add_argument(
+        "--samplers",
+        default=None,
+        help="sampling methods of the measured cases' campaigns, `default` = the project's "
+        "(default: default,lhs,random,hvs; with --quick: default)",
+    )
+    parser.add_argument(
         "--skip-project", action="store_true", help="peers only (no campaign of the project)"
     )
     parser.add_argument(
@@ -659,7 +695,10 @@ def measured_job(
     cells = load_or_measure_truth(
         problem, truth_path(case, args.quick, args.out), passes, args.remeasure_truth, argv
     )
-    samplers: list[str | None] = [None] if args.quick else [None, *EXTRA_SAMPLERS]
+    names = args.samplers or ("default" if args.quick else ",".join(["default", *EXTRA_SAMPLERS]))
+    samplers: list[str | None] = [
+        None if name.strip() == "default" else name.strip() for name in names.split(",")
+    ]
     if args.skip_project:
         samplers = []
     return bench_measured(problem, cells, seeds, samplers, workdir)
