@@ -604,6 +604,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="tiny settings for a smoke run")
     parser.add_argument("--remeasure-truth", action="store_true")
     parser.add_argument("--out", type=Path, default=RESULTS, help="results folder")
+    parser.add_argument("--tag", default="", help="appended to the results files' names")
     parser.add_argument(
         "--samplers",
         default=None,
@@ -661,7 +662,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for case, job in jobs:
             started = time.perf_counter()
             rows, curves, truth, notes = job()
-            stem = f"bench_inputs_{'quick_' if args.quick else ''}{case}"
+            stem = f"bench_inputs_{'quick_' if args.quick else ''}{case}{args.tag}"
             write_results(
                 case,
                 rows,
