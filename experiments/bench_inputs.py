@@ -410,6 +410,7 @@ def bench_measured(
             f"geomean {floor['geomean']:.3f}, worst point {floor['worst']:.3f}, "
             f"{floor['below_0.67']:.0f} points below 0.67."
         )
+        log(notes[-1])
     rows: list[dict] = []
     curves: dict[str, list[np.ndarray]] = {}
 
@@ -463,7 +464,36 @@ def bench_measured(
         answers = peers.peer_answers(truth, budget, np.random.default_rng([seed, budget]))
         for tool, chosen in answers.items():
             add(tool, seed, point_fractions(truth, chosen))
+    notes += header_against_campaign_model(rows)
     return rows, {k: np.mean(v, axis=0) for k, v in curves.items()}, truth, notes
+
+
+def header_against_campaign_model(rows: Sequence[dict]) -> list[str]:
+    """Done-when 1(b) of issue 39, per sampler: the runs where the header is more than 0.02
+    below the LightGBM argmin fitted on the same campaign's samples, and those where the header
+    has a point below 0.67 while that argmin (averaged over its model seeds) has none."""
+    frame = pd.DataFrame(rows)
+    notes = []
+    for tool in frame["tool"].unique():
+        if not str(tool).startswith(HEADER):
+            continue
+        suffix = str(tool)[len(HEADER) :]
+        mine = frame[frame["tool"] == tool].set_index("seed")
+        model = frame[frame["tool"] == CAMPAIGN_LGBM + suffix].set_index("seed")
+        seeds = mine.index.intersection(model.index)
+        if len(seeds) == 0:
+            continue
+        gap = mine.loc[seeds, "geomean"] - model.loc[seeds, "geomean"]
+        worse = int((gap < -0.02).sum())
+        slow = int(
+            ((mine.loc[seeds, "below_0.67"] > 0) & (model.loc[seeds, "below_0.67"] == 0)).sum()
+        )
+        notes.append(
+            f"{tool} against {CAMPAIGN_LGBM}: geomean difference {gap.mean():+.3f} (min "
+            f"{gap.min():+.3f}); runs more than 0.02 below: {worse} of {len(seeds)}; runs with a "
+            f"point below 0.67 where the model's argmin has none: {slow} of {len(seeds)}."
+        )
+    return notes
 
 
 # ------------------------------------------------------------------------ report

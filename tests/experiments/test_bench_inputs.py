@@ -339,3 +339,25 @@ def test_quick_run_on_a_synthetic_autoheuristic_file(tmp_path, capsys):
 def test_parse_seeds():
     assert bench.parse_seeds("0-4") == [0, 1, 2, 3, 4]
     assert bench.parse_seeds("0-1,7") == [0, 1, 7]
+
+
+def test_header_against_campaign_model_counts_runs_below_and_slow_points():
+    def row(tool, seed, geomean, below):
+        return {"tool": tool, "seed": seed, "geomean": geomean, "below_0.67": below}
+
+    model = bench.CAMPAIGN_LGBM
+    rows = [
+        row(bench.HEADER, 0, 0.95, 0),
+        row(model, 0, 0.96, 0),
+        row(bench.HEADER, 1, 0.90, 2),
+        row(model, 1, 0.95, 0),
+        row(bench.HEADER + " (sampling lhs)", 0, 0.60, 5),
+        row(model + " (sampling lhs)", 0, 0.90, 1.2),
+        row("fixed default", "-", 0.3, 9),
+    ]
+    notes = bench.header_against_campaign_model(rows)
+    assert len(notes) == 2
+    assert "runs more than 0.02 below: 1 of 2" in notes[0]
+    assert "where the model's argmin has none: 1 of 2" in notes[0]
+    assert notes[1].startswith(bench.HEADER + " (sampling lhs)")
+    assert "below: 1 of 1" in notes[1] and "has none: 0 of 1" in notes[1]
