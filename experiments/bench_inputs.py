@@ -57,6 +57,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -67,8 +68,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import _inputs_peers as peers  # noqa: E402
+from _inputs_replay import header_choices, inductor_default  # noqa: E402
+from _inputs_report import markdown_tables, summarize_rows, write_figure  # noqa: E402
 from _inputs_truth import (  # noqa: E402
-    LOW_FRACTIONS,
     Truth,
     autoheuristic_truth,
     point_fractions,
@@ -155,54 +157,6 @@ def fixed_answers(truth: Truth, design: dict[str, Any]) -> np.ndarray:
     return truth.config_index(table[list(truth.configs.columns)])
 
 
-# ------------------------------------------------------------------------ AutoHeuristic data
-#: Inductor's FlexAttention forward defaults on an sm80 GPU, (dtype, head dim) -> (BLOCK_M,
-#: BLOCK_N, num_warps, num_stages) (torch/_inductor/kernel/flex_attention.py,
-#: ``_a100_default_config``; other head dims: 64, 64 in float32, else 128, 64; 4 warps, 3 stages)
-FLEX_SM80_DEFAULTS = {
-    ("float32", 64): (128, 32, 4, 3),
-    ("float32", 128): (128, 32, 4, 3),
-    ("float32", 256): (64, 16, 4, 3),
-    ("bfloat16", 64): (128, 64, 4, 3),
-    ("bfloat16", 128): (128, 64, 8, 3),
-    ("bfloat16", 256): (32, 64, 4, 3),
-    ("float16", 64): (128, 64, 4, 3),
-    ("float16", 128): (128, 64, 8, 3),
-    ("float16", 256): (32, 64, 4, 3),
-}
-
-
-def inductor_default(meta: dict, truth: Truth) -> tuple[str, np.ndarray] | None:
-    """Inductor's choice without autotuning, where known: mixed_mm's extern fallback, and
-    FlexAttention's default config on an sm80 GPU (:data:`FLEX_SM80_DEFAULTS`; the head dim is
-    ``q_stride_0 / (h * m)``, the query's elements per batch over heads and length). None for
-    other kernels and GPUs."""
-    name = meta.get("name")
-    configs = truth.configs
-    if name == "mixed_mm":
-        match = np.flatnonzero(configs["kind"].str.startswith("extern_fallback"))
-        if len(match):
-            return "fixed default (Inductor's extern fallback)", np.full(truth.n_points, match[0])
-        return None
-    capability = list(meta.get("device_capa") or [0, 0])
-    needed = {"dtype", "q_stride_0", "h", "m"}
-    if name != "flex_attention" or capability[0] != 8 or not needed <= set(truth.inputs):
-        return None
-    index = {
-        tuple(int(row[k]) for k in ("BLOCK_M", "BLOCK_N", "numwarps", "numstages")): i
-        for i, row in configs.iterrows()
-        if row["kind"] == "triton"
-    }
-    inputs = truth.inputs
-    head_dim = inputs["q_stride_0"] // (inputs["h"] * inputs["m"])
-    answers = []
-    for dtype, dim in zip(inputs["dtype"].astype(str), head_dim, strict=True):
-        short = dtype.removeprefix("torch.")
-        fallback = (64, 64, 4, 3) if short == "float32" else (128, 64, 4, 3)
-        answers.append(index.get(FLEX_SM80_DEFAULTS.get((short, int(dim)), fallback), -1))
-    return "fixed default (Inductor's sm80 default config)", np.array(answers, dtype=np.int64)
-
-
 def replay_config(case: str) -> Path | None:
     """The project's replay config of an AutoHeuristic case, once table replay has landed."""
     import mlkaps_gpu.executors as executors
@@ -211,34 +165,6 @@ def replay_config(case: str) -> Path | None:
     if not path.is_file() or not hasattr(executors, "load_autoheuristic"):
         return None
     return path
-
-
-def header_choices(truth: Truth, chosen: pd.DataFrame) -> np.ndarray:
-    """The truth's configuration index of each answer of a replay header: by its ``choice``
-    string (a ``choice`` column, or ``mlkaps_gpu.executors.choice_of`` of its design values),
-    else by design columns named like the parsed choice's (case and - / _ ignored)."""
-    import mlkaps_gpu.executors as executors
-
-    where = {label: i for i, label in enumerate(truth.labels)}
-    if "choice" in chosen.columns:
-        names = chosen["choice"].astype(str).tolist()
-        return np.array([where.get(c, -1) for c in names], dtype=np.int64)
-    if hasattr(executors, "choice_of"):
-        names = [executors.choice_of(row) for row in chosen.to_dict("records")]
-        return np.array([where.get(c, -1) for c in names], dtype=np.int64)
-
-    def plain(name: str) -> str:
-        return name.lower().replace("-", "").replace("_", "")
-
-    theirs = {plain(c): c for c in chosen.columns}
-    missing = [c for c in truth.configs.columns if plain(c) not in theirs]
-    if missing:
-        raise ValueError(
-            f"cannot map the header's answers ({list(chosen.columns)}) to the data's choices: "
-            f"no column for {missing}"
-        )
-    renamed = chosen.rename(columns={theirs[plain(c)]: c for c in truth.configs.columns})
-    return truth.config_index(renamed)
 
 
 def run_replay_project(
@@ -321,16 +247,16 @@ def bench_replay(
                 curves.setdefault(tool, []).append(fractions)
         for seed in seeds:
             started = time.perf_counter()
-            answers = peers.peer_answers(truth, budget, np.random.default_rng([seed, budget]))
-            seconds = {}
+            by_tool = peers.peer_answers(truth, budget, np.random.default_rng([seed, budget]))
+            seconds: dict[str, float] = {}
             if config_path is not None:
                 tuning = time.perf_counter()
-                answers = {
+                by_tool = {
                     HEADER: run_replay_project(case, config_path, truth, budget, seed, workdir),
-                    **answers,
+                    **by_tool,
                 }
                 seconds[HEADER] = time.perf_counter() - tuning
-            for tool, chosen in answers.items():
+            for tool, chosen in by_tool.items():
                 fractions = point_fractions(truth, chosen)
                 rows.append(
                     summary_row(
@@ -496,84 +422,6 @@ def header_against_campaign_model(rows: Sequence[dict]) -> list[str]:
     return notes
 
 
-# ------------------------------------------------------------------------ report
-def summarize_rows(rows: pd.DataFrame) -> pd.DataFrame:
-    """Mean and sd (ddof=1) over the seeds of every metric, per (budget, tool)."""
-    metrics = ["geomean", "worst", *(f"below_{level:g}" for level in LOW_FRACTIONS)]
-    grouped = rows.groupby(["budget", "B", "tool"], sort=False)[metrics]
-    mean = grouped.mean()
-    sd = grouped.std(ddof=1).fillna(0.0)
-    out = mean.join(sd.add_suffix("_sd")).join(grouped.size().rename("runs"))
-    if "tune_seconds" in rows:
-        seconds = rows.groupby(["budget", "B", "tool"], sort=False)["tune_seconds"].mean()
-        out = out.join(seconds)
-    return out.reset_index()
-
-
-def markdown_tables(summary: pd.DataFrame) -> list[str]:
-    lines: list[str] = []
-    for (budget, _), table in summary.groupby(["budget", "B"], sort=False):
-        lines += [f"### {budget}", ""]
-        lines.append(
-            "| tool | geomean | worst point | points < 0.67 | points < 0.9 | runs | tuning (s) |"
-        )
-        lines.append("|---|---|---|---|---|---|---|")
-        for values in table.sort_values("geomean", ascending=False).to_dict("records"):
-            cells = [
-                f"{values['geomean']:.3f} ± {values['geomean_sd']:.3f}",
-                f"{values['worst']:.3f} ± {values['worst_sd']:.3f}",
-                f"{values['below_0.67']:.1f} ± {values['below_0.67_sd']:.1f}",
-                f"{values['below_0.9']:.1f} ± {values['below_0.9_sd']:.1f}",
-            ]
-            seconds = values.get("tune_seconds", math.nan)
-            tuning = f"{seconds:.0f}" if np.isfinite(seconds) else ""
-            lines.append(
-                f"| {values['tool']} | {' | '.join(cells)} | {values['runs']} | {tuning} |"
-            )
-        lines.append("")
-    return lines
-
-
-def write_figure(truth: Truth, curves: dict[str, np.ndarray], path: Path, title: str) -> None:
-    """Fraction of optimum against input size per tool (a binned geomean for many points)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    size, label = truth.size_axis()
-    figure, axes = plt.subplots(figsize=(9, 5))
-    order = np.argsort(size, kind="stable")
-    bins = None
-    if truth.n_points > 120:
-        edges = np.geomspace(max(size.min(), 1e-12), size.max() * 1.0001, 25)
-        bins = np.clip(np.searchsorted(edges, size, side="right") - 1, 0, len(edges) - 2)
-    lowest = 1.0
-    for tool, fractions in sorted(
-        curves.items(), key=lambda item: -np.mean(np.log(np.maximum(item[1], 1e-300)))
-    ):
-        if bins is None:
-            axes.plot(
-                size[order], fractions[order], marker="o", markersize=3, linewidth=1, label=tool
-            )
-            lowest = min(lowest, float(fractions.min()))
-            continue
-        used = np.unique(bins)
-        centres = [np.exp(np.mean(np.log(size[bins == b]))) for b in used]
-        geomeans = [np.exp(np.mean(np.log(np.maximum(fractions[bins == b], 1e-300)))) for b in used]
-        axes.plot(centres, geomeans, marker="o", markersize=3, linewidth=1, label=tool)
-        lowest = min(lowest, min(geomeans))
-    axes.set_xscale("log")
-    axes.set_xlabel(label + (" (geomean per log bin)" if bins is not None else ""))
-    axes.set_ylabel("fraction of the optimum (t_opt / t)")
-    axes.set_ylim(max(0.0, math.floor(lowest * 10) / 10 - 0.05), 1.01)
-    axes.set_title(title)
-    axes.legend(fontsize=7, loc="lower left")
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
-
-
 def write_results(
     case: str,
     rows: list[dict],
@@ -661,33 +509,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     recorded = [sys.argv[0], *(argv if argv is not None else sys.argv[1:])]
     with tempfile.TemporaryDirectory(prefix="bench_inputs_") as scratch:
         workdir = args.workdir or Path(scratch)
+        project = not args.skip_project
         jobs: list[tuple[str, Callable[[], tuple]]] = []
         for case in cases:
+            job: Callable[[], tuple]
             if case in AH_FILES:
                 path = data_root(parser) / AH_FILES[case]
-                jobs.append(
-                    (
-                        case,
-                        lambda c=case, p=path: bench_replay(
-                            c, p, seeds, shares, workdir, project=not args.skip_project
-                        ),
-                    )
-                )
+                job = partial(bench_replay, case, path, seeds, shares, workdir, project=project)
             else:
-                jobs.append(
-                    (case, lambda c=case: measured_job(c, args, seeds, passes, workdir, recorded))
-                )
+                job = partial(measured_job, case, args, seeds, passes, workdir, recorded)
+            jobs.append((case, job))
         for path in args.data:
             if not path.is_file():
                 parser.error(f"--data {path}: no such file")
             case = path.name.split(".")[0]
             jobs.append(
-                (
-                    case,
-                    lambda c=case, p=path: bench_replay(
-                        c, p, seeds, shares, workdir, project=not args.skip_project
-                    ),
-                )
+                (case, partial(bench_replay, case, path, seeds, shares, workdir, project=project))
             )
         for case, job in jobs:
             started = time.perf_counter()
