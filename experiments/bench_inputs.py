@@ -51,8 +51,10 @@ PyTorch's shipped AutoHeuristic trees need torch, which is not a dependency: not
 from __future__ import annotations
 
 import argparse
+import copy
 import math
 import os
+import re
 import sys
 import tempfile
 import time
@@ -157,35 +159,58 @@ def fixed_answers(truth: Truth, design: dict[str, Any]) -> np.ndarray:
     return truth.config_index(table[list(truth.configs.columns)])
 
 
-def replay_config(case: str) -> Path | None:
-    """The project's replay config of an AutoHeuristic case, once table replay has landed."""
+def replay_config(case: str, data: Path) -> tuple[dict[str, Any], Path] | None:
+    """The project's replay configuration of an AutoHeuristic file and where it counts as
+    read from: ``configs/<case>_replay.toml`` where it exists, else the minimal one it holds
+    (the file, its objective, a prefix) for any other file. None until the project can replay
+    such tables (``mlkaps_gpu.executors.load_autoheuristic``)."""
+    import tomllib
+
     import mlkaps_gpu.executors as executors
 
-    path = CONFIGS / f"{case}_replay.toml"
-    if not path.is_file() or not hasattr(executors, "load_autoheuristic"):
+    if not hasattr(executors, "load_autoheuristic"):
         return None
-    return path
+    path = CONFIGS / f"{case}_replay.toml"
+    if path.is_file():
+        return tomllib.loads(path.read_text()), path
+    prefix = re.sub(r"\W", "_", case)
+    config = {
+        "campaign": {"name": f"{prefix}_replay", "seed": 0},
+        "kernel": {
+            "executor": "replay",
+            "format": "autoheuristic",
+            "objective": "time",
+            "files": str(data.resolve()),
+        },
+        "objectives": {"time": "minimize"},
+        "sampling": {"budget": 1},
+        "trees": {"prefix": prefix if prefix[:1].isalpha() else f"k_{prefix}"},
+    }
+    return config, data.resolve().parent / f"{case}_replay.toml"
 
 
 def run_replay_project(
-    case: str, config_path: Path, truth: Truth, budget: int, seed: int, workdir: Path
+    case: str,
+    replay: tuple[dict[str, Any], Path],
+    truth: Truth,
+    budget: int,
+    seed: int,
+    workdir: Path,
 ) -> np.ndarray:
-    """A campaign on the project's replay config at budget B; its header's answers."""
-    import tomllib
-
+    """A campaign on the replay configuration at budget B; its header's answers."""
     from bench_peers import to_toml
 
     import mlkaps_gpu
     from mlkaps_gpu.codegen import CompiledHeader
 
-    data = tomllib.loads(config_path.read_text())
+    data = copy.deepcopy(replay[0])
     data.setdefault("campaign", {})["seed"] = seed
     data.setdefault("sampling", {})["budget"] = budget
     text = to_toml(data)
     workdir.mkdir(parents=True, exist_ok=True)
     path = workdir / f"{case}_B{budget}_s{seed}.toml"
     path.write_text(text)
-    config = mlkaps_gpu.parse_config(text, path=config_path, label=config_path.name)
+    config = mlkaps_gpu.parse_config(text, path=replay[1], label=replay[1].name)
     campaign = mlkaps_gpu.tune(config, out=workdir / path.stem)
     compiled = CompiledHeader(
         campaign.load_selector(),
@@ -215,19 +240,30 @@ def bench_replay(
         f"{truth.n_cells} measured (shape, choice) cells; the median of the repeats per cell, "
         "read by this script's own reader). Pure replay: no timing."
     ]
-    config_path = replay_config(case) if project else None
+    replay = replay_config(case, path) if project else None
     if not project:
         log("project header: not run (--skip-project)")
         notes.append(
-            "The project header row was not run (`--skip-project`): peers only. With "
-            f"`configs/{case}_replay.toml` present, the same command without it adds the row."
+            "The project header row was not run (`--skip-project`): peers only; the same "
+            "command without it adds the row."
         )
-    elif config_path is None:
+    elif replay is None:
         log(NOT_LANDED)
         notes.append(
             "The project header row is absent: "
             + NOT_LANDED.split(": ", 1)[1]
-            + f" (no `configs/{case}_replay.toml` or no `mlkaps_gpu.executors.load_autoheuristic`)."
+            + " (no `mlkaps_gpu.executors.load_autoheuristic`)."
+        )
+    else:
+        source = (
+            f"`configs/{replay[1].name}`"
+            if replay[1].parent == CONFIGS
+            else "a configuration made for the file (replay, format autoheuristic, objective time)"
+        )
+        notes.append(
+            f"project header: a campaign on {source} (budget and seed set per run, "
+            "every method setting the project's default), its compiled header's answer at "
+            "every shape."
         )
     rows: list[dict] = []
     curves: dict[str, list[np.ndarray]] = {}
@@ -249,10 +285,10 @@ def bench_replay(
             started = time.perf_counter()
             by_tool = peers.peer_answers(truth, budget, np.random.default_rng([seed, budget]))
             seconds: dict[str, float] = {}
-            if config_path is not None:
+            if replay is not None:
                 tuning = time.perf_counter()
                 by_tool = {
-                    HEADER: run_replay_project(case, config_path, truth, budget, seed, workdir),
+                    HEADER: run_replay_project(case, replay, truth, budget, seed, workdir),
                     **by_tool,
                 }
                 seconds[HEADER] = time.perf_counter() - tuning
