@@ -388,3 +388,32 @@ def test_replay_config_absent_until_the_loader_lands_and_made_for_other_files(
         assert where.parent == data.resolve().parent
         monkeypatch.delattr(mlkaps_gpu.executors, "load_autoheuristic")
     assert bench.replay_config("7 odd-name", data) is None
+
+
+def test_noise_floor_scores_each_pass_optimum_on_the_other():
+    problem = project.Problem(
+        name="p",
+        config={"design": {"block": {}, "order": {}, "constraints": []}},
+        points=pd.DataFrame({"n": [32, 64]}),
+        default={"block": 8, "order": "ijk"},
+    )
+    cells = pd.DataFrame(
+        {
+            "n": [32, 32, 64, 64],
+            "block": [8, 16, 8, 16],
+            "order": ["ijk"] * 4,
+            "time_pass0": [1.0, 2.0, 4.0, 5.0],
+            "time_pass1": [2.0, 1.0, 4.0, 5.0],  # at n = 32 the passes disagree
+        }
+    )
+    cells["time"] = cells[["time_pass0", "time_pass1"]].min(axis=1)
+    floors = project.noise_floor(problem, cells)
+    assert [(f["chosen on"], f["scored on"]) for f in floors] == [
+        ("time_pass0", "time_pass1"),
+        ("time_pass1", "time_pass0"),
+    ]
+    for floor in floors:
+        assert floor["geomean"] == pytest.approx(math.sqrt(0.5))
+        assert floor["worst"] == 0.5
+    truth = project.truth_of(problem, cells)
+    assert truth.optimum.tolist() == [1.0, 4.0]
