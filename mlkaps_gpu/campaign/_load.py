@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from mlkaps_gpu.campaign._errors import CampaignError
+
 #: Other processes' mean CPU use (cores) from which a stretch of measuring counts as taken
 #: under sustained interference, when the CPUs were also saturated (:data:`FREE_CORES`). One
 #: CPU-bound process beside the tuner uses about one core, two of them on a two-core machine at
@@ -192,8 +194,6 @@ def disturbed_batches(loads: pd.DataFrame) -> np.ndarray:
 def campaign_interference(campaign: Campaign) -> dict[str, Any] | None:
     """:func:`interference` of a campaign's store, with the header's answers at its grid
     points once the trees are built; None when no batch has a load record."""
-    from mlkaps_gpu.campaign._errors import CampaignError
-
     loads = campaign.store.batch_loads()
     if not len(loads):
         return None
