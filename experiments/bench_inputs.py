@@ -465,12 +465,11 @@ def write_results(
     truth: Truth,
     notes: Sequence[str],
     stem: str,
-    argv: Sequence[str] | None,
+    lines: list[str],
     seconds: float,
     results: Path = RESULTS,
 ) -> None:
     frame = pd.DataFrame(rows)
-    lines = provenance(list(argv) if argv is not None else None)
     results.mkdir(parents=True, exist_ok=True)
     csv = results / f"{stem}.csv"
     csv.write_text(header(lines) + frame.to_csv(index=False))
@@ -543,6 +542,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     passes = 1 if args.quick else max(2, args.passes)
     recorded = [sys.argv[0], *(argv if argv is not None else sys.argv[1:])]
+    started_lines = provenance(recorded)  # the commit and load when the run starts
     with tempfile.TemporaryDirectory(prefix="bench_inputs_") as scratch:
         workdir = args.workdir or Path(scratch)
         project = not args.skip_project
@@ -573,7 +573,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 truth,
                 notes,
                 stem,
-                recorded,
+                started_lines,
                 time.perf_counter() - started,
                 results=args.out,
             )
