@@ -888,7 +888,9 @@ class Campaign:
             left = budget - len(self.store)
             answers = self._answers(fitted.selector, optima)
             tried = score.evidence.tried(answers)  # a failed answer is not run again
-            unmeasured = answers[~tried].drop_duplicates(self.space.names)
+            # an answer unlisted (invalid) at its point is not measured: it can only fail
+            unmeasured = answers[~tried & self.space.is_valid(answers)]
+            unmeasured = unmeasured.drop_duplicates(self.space.names)
             kind = "answers" if len(unmeasured) else "neighbours"
             if len(unmeasured) > left:
                 unmeasured = self._least_certain(unmeasured, score, left, rounds)

@@ -297,3 +297,31 @@ def test_limit_configurations_keeps_the_portfolio_that_loses_least() -> None:
     assert limited["source"].tolist() == ["measured", "surrogate", "surrogate", "surrogate"]
     assert limit_configurations(decisions, score, sp, 4)["x"].tolist() == [1, 2, 3, 4]
     assert limit_configurations(decisions, score, sp, 1)["x"].tolist() == [5, 5, 5, 5]
+
+
+def test_a_configuration_measured_slow_nearby_is_not_predicted_fast_here() -> None:
+    """The model predicts configuration 4 fastest everywhere, but it was measured 2x slower
+    than predicted at n = 900: at n = 1,000 (close, in the inputs' log range) its estimate
+    carries that residual and another configuration ships; at n = 20 (far) the model
+    stands."""
+    sp = Space(
+        [Parameter("n", "int", low=10, high=10_000, log=True)],
+        [Parameter("x", "int", values=tuple(range(1, 11)))],
+    )
+    evidence = Evidence(
+        samples([("a", 4, 2.0), ("a", 5, 1.05)]).drop(columns="gpu").assign(n=[900, 50]), sp, "time"
+    )
+
+    class Flat(FixedModel):
+        def predict_log(self, features: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            x = features[:, 1].astype(int)
+            return np.where(x == 4, np.log(0.9), 0.0), np.full(len(x), 0.01)
+
+    score = EvidenceScore(evidence, Flat({}, sd=0.01), sp)
+    grid = pd.DataFrame({"n": [1000, 20], "x": [4, 4], "predicted_time": [0.9, 0.9]})
+    decided = decide(grid.assign(n_valid=10), score, sp, "time")
+    assert decided["x"].iloc[0] != 4
+    assert decided["x"].iloc[1] == 4
+    mean, _, _, _ = score.estimate(pd.DataFrame({"n": [1000, 20], "x": [4, 4]}))
+    assert np.exp(mean[0]) > 1.5  # 0.9 x (2.0 / 0.9) x weight close to 1
+    assert np.exp(mean[1]) == pytest.approx(0.9)

@@ -59,7 +59,7 @@ def paired_time(n: int, block: int, variant: str) -> float:
 def make_campaign(folder: Path, *, budget: int = 80) -> Campaign:
     """A tuned toy campaign on the paired kernel (its module must be importable from
     ``folder / "kernel"``, see :func:`kernel_on_path`)."""
-    text = BASE_CONFIG.format(function="paired", method="lhs", budget=budget, batch=20)
+    text = BASE_CONFIG.format(function="paired", method="ga_adaptive", budget=budget, batch=20)
     text = text.replace("toy_kernel:", "validate_kernel:")
     path = folder / "paired.toml"
     path.write_text(text)
