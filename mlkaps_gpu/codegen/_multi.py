@@ -1,7 +1,7 @@
 """One header holding a selector per architecture, picked at compile time or by name.
 
-Each target's selector is emitted as it would be on its own (``selector.to_c``) with the prefix
-``<prefix>_<target>``, so its symbols, include guard and host/device macro never clash with
+Each target's selector is emitted as it would be on its own (:func:`render_header`) with the
+prefix ``<prefix>_<target>``, so its symbols, include guard and host/device macro never clash with
 another target's. After them come the common API, under ``<prefix>``:
 
 * ``<prefix>_config`` and one common enum per categorical input / design parameter (the same

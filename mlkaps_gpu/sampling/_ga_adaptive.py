@@ -19,8 +19,8 @@ sub-sampler.
    crossovers of good configurations and a random pool of valid configurations (``kappa``
    shrinks over the last evaluations per point).
 
-The defaults (``eps`` = 1 throughout: the ensemble's spread explores) come from
-``experiments/bench_peers.py`` and the sampler simulations recorded in ``docs/architecture.md``.
+By default ``eps`` = 1 throughout: every row after the bootstrap is exploitation, and the
+ensemble's spread and the random candidate pool explore (why: ``docs/decisions/0008``).
 Proposals already measured are never measured again; every row is valid.
 """
 
@@ -54,9 +54,8 @@ from mlkaps_gpu.surrogate import (
 SUB_SAMPLERS: tuple[str, ...] = ("lhs", "random", "hvs", "hvsr", "bayes")
 #: Default share of the budget sampled by LHS before any exploitation.
 DEFAULT_BOOTSTRAP = 0.2
-#: Default exploitation shares right after the bootstrap and at the end of the budget (on the
-#: convolution replay at 25 evaluations per GPU, 5 seeds: 0.83 of the optimum with 1 / 1,
-#: 0.73 with MLKAPS's 0.3 / 0.8).
+#: Default exploitation shares right after the bootstrap and at the end of the budget (MLKAPS
+#: uses 0.3 / 0.8; here no row goes to the sub-sampler unless these are set lower).
 DEFAULT_EPS_INITIAL = 1.0
 DEFAULT_EPS_FINAL = 1.0
 #: The model of one input point's own rows (``ExploitSettings.own_rows``): one LightGBM model
