@@ -35,7 +35,8 @@ class Progress:
 
 
 def report_warnings(caught: list[warnings.WarningMessage]) -> None:
-    """Print caught warnings on one line each, on stderr."""
+    """Print caught warnings on stderr, each wrapped at words to the terminal's width."""
+    from mlkaps_gpu.cli._summary import WARNING_PREFIX, wrap
+
     for warning in caught:
-        text = " ".join(str(warning.message).split())
-        print(f"mlkaps-gpu: warning: {text}", file=sys.stderr)
+        print(wrap(str(warning.message), first=WARNING_PREFIX, indent=2), file=sys.stderr)

@@ -1,16 +1,42 @@
-"""Short human summaries of a campaign's stages (``--json`` prints the raw dictionaries)."""
+"""Short human summaries of a campaign's stages (``--json`` prints the raw dictionaries).
+
+Every text is wrapped at word boundaries to the terminal's width (``COLUMNS`` or the terminal;
+:data:`WIDTH` when neither says), its continuation lines indented under the first line's text:
+no line is cut mid-word.
+"""
 
 from __future__ import annotations
 
+import shutil
+import textwrap
 from collections.abc import Mapping
 from typing import Any
 
-#: Longest line a summary prints.
-WIDTH = 118
+#: Width used when neither ``COLUMNS`` nor a terminal gives one.
+WIDTH = 100
+#: Narrowest width wrapped to (a tiny terminal still gets whole words).
+MIN_WIDTH = 40
+#: The stage name's column.
+_LABEL = 14
 
 
-def _fit(text: str) -> str:
-    return text if len(text) <= WIDTH else text[: WIDTH - 3] + "..."
+def terminal_width() -> int:
+    """The width to wrap to: ``COLUMNS``, else the terminal's, else :data:`WIDTH`."""
+    return max(MIN_WIDTH, shutil.get_terminal_size((WIDTH, 24)).columns)
+
+
+def wrap(text: str, *, width: int | None = None, first: str = "", indent: int = 0) -> str:
+    """``text`` after ``first`` (a prefix such as a stage name) wrapped at word boundaries to
+    ``width`` (default: :func:`terminal_width`) columns, continuation lines indented by
+    ``indent`` spaces. A word longer than a line stays whole on a line of its own."""
+    return textwrap.fill(
+        " ".join(text.split()),
+        width=width or terminal_width(),
+        initial_indent=first,
+        subsequent_indent=" " * indent,
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
 
 
 def _number(value: Any) -> str:
@@ -79,8 +105,9 @@ _FORMATS = {
 }
 
 
-def stage_line(stage: str, details: Mapping[str, Any]) -> str:
-    """One aligned line (at most ``WIDTH`` characters) for a stage's summary."""
+def stage_line(stage: str, details: Mapping[str, Any], *, width: int | None = None) -> str:
+    """A stage's summary after its aligned name, wrapped at words to ``width`` (default: the
+    terminal's) with continuation lines aligned under the text."""
     format_ = _FORMATS.get(stage)
     body = (
         format_(details)
@@ -89,13 +116,21 @@ def stage_line(stage: str, details: Mapping[str, Any]) -> str:
             f"{k} {_number(v)}" for k, v in details.items() if not isinstance(v, Mapping | list)
         )
     )
-    return _fit(f"{stage + ':':<14}{body}")
+    return wrap(body, width=width, first=f"{stage + ':':<{_LABEL}}", indent=_LABEL)
 
 
-def interference_warnings(record: Mapping[str, Any] | None) -> list[str]:
+#: What ``tune`` prints before each warning.
+WARNING_PREFIX = "mlkaps-gpu: warning: "
+
+
+def interference_warnings(
+    record: Mapping[str, Any] | None, *, width: int | None = None
+) -> list[str]:
     """What ``tune`` says when a share of the measurements was taken while other processes
     kept the machine busy (``campaign_interference``); nothing on a quiet machine, for a replay
-    or where the load could not be read."""
+    or where the load could not be read. Each warning is wrapped at words to ``width``
+    (default: the terminal's) with room for :data:`WARNING_PREFIX` on its first line and its
+    continuation lines indented by two spaces."""
     if not record or not record.get("sustained"):
         return []
     lines = [
@@ -115,4 +150,5 @@ def interference_warnings(record: Mapping[str, Any] | None) -> list[str]:
             f"{record['answers_on_disturbed']} of {record['answers']} grid points' answers rest "
             f"only on measurements of a busy machine: {shown}{more}"
         )
-    return lines
+    room = " " * len(WARNING_PREFIX)
+    return [wrap(line, width=width, first=room, indent=2)[len(room) :] for line in lines]
