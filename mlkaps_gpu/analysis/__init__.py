@@ -8,6 +8,12 @@ from mlkaps_gpu.analysis._plots import (
     samples_over_time,
     speedup_figures,
 )
+from mlkaps_gpu.analysis._report_figures import (
+    best_so_far,
+    parallel_coordinates,
+    parameter_importance,
+    shipped_map,
+)
 from mlkaps_gpu.analysis.difficulty import (
     DEFAULT_PERCENTAGES,
     NEIGHBOURHOODS,
@@ -30,7 +36,11 @@ from mlkaps_gpu.analysis.methodology import (
 )
 
 __all__ = [
+    "best_so_far",
     "depth_sweep",
+    "parallel_coordinates",
+    "parameter_importance",
+    "shipped_map",
     "optimum_maps",
     "predicted_vs_measured",
     "samples_over_time",

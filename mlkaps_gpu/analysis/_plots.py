@@ -249,16 +249,25 @@ def speedup_figures(
     return written
 
 
-def samples_over_time(table: pd.DataFrame, objective: str, origin: pd.Series) -> bytes:
-    """Objective of every stored sample in order, coloured by origin; count over wall time."""
+def samples_over_time(
+    table: pd.DataFrame, objective: str, origin: pd.Series, *, wall_time: bool = True
+) -> bytes:
+    """Objective of every stored sample in order, coloured by origin; with ``wall_time``, the
+    count over wall time (a replay answers at once: nothing to show there)."""
     plt = _pyplot()
-    figure, (left, right) = plt.subplots(1, 2, figsize=(11, 3.8), layout="constrained")
+    if wall_time:
+        figure, (left, right) = plt.subplots(1, 2, figsize=(11, 3.8), layout="constrained")
+    else:
+        figure, left = plt.subplots(figsize=(7.5, 3.8), layout="constrained")
+        right = None
     index = np.arange(len(table))
     values = table[objective].to_numpy(dtype=float)
     colours = plt.get_cmap("tab10")
     for position, name in enumerate(pd.unique(origin)):
         rows = (origin == name).to_numpy()
         left.scatter(index[rows], values[rows], s=4, color=colours(position % 10), label=name)
+        if right is None:
+            continue
         stamps = table["timestamp"].to_numpy(dtype=float)
         start = float(np.nanmin(stamps)) if len(stamps) else 0.0
         right.plot(
@@ -274,8 +283,9 @@ def samples_over_time(table: pd.DataFrame, objective: str, origin: pd.Series) ->
     left.set_xlabel("sample (store order)")
     left.set_ylabel(objective)
     left.legend(fontsize=8, markerscale=3)
-    right.set_xlabel("minutes since the first sample")
-    right.set_ylabel("samples stored")
+    if right is not None:
+        right.set_xlabel("minutes since the first sample")
+        right.set_ylabel("samples stored")
     figure.suptitle("Samples over time")
     return _png(figure)
 
@@ -358,7 +368,8 @@ def optimum_maps(optima: pd.DataFrame, space: Space) -> bytes | None:
 
 
 def depth_sweep(records: Sequence[Mapping[str, Any]], chosen: int | None) -> bytes | None:
-    """Predicted mean / p90 regret and leaves against the tree depth."""
+    """Predicted mean / p90 regret, the largest measured regret (where the sweep recorded it)
+    and the leaves against the tree depth."""
     if not records:
         return None
     plt = _pyplot()
@@ -367,8 +378,17 @@ def depth_sweep(records: Sequence[Mapping[str, Any]], chosen: int | None) -> byt
     axis.plot(table["depth"], 100 * table["mean_regret"], marker="o", label="mean regret")
     if "p90_regret" in table:
         axis.plot(table["depth"], 100 * table["p90_regret"], marker=".", label="p90 regret")
-    axis.set_xlabel("max depth")
-    axis.set_ylabel("predicted regret (%)")
+    if "measured_max" in table:
+        axis.plot(
+            table["depth"],
+            100 * table["measured_max"],
+            marker="x",
+            color="#b2182b",
+            label="largest measured regret",
+        )
+    axis.xaxis.get_major_locator().set_params(integer=True)
+    axis.set_xlabel("depth limit")
+    axis.set_ylabel("regret against the best (%)")
     other = axis.twinx()
     other.plot(
         table["depth"], table["leaves"], color="#9e9e9e", linestyle="--", marker="s", label="leaves"
@@ -377,5 +397,5 @@ def depth_sweep(records: Sequence[Mapping[str, Any]], chosen: int | None) -> byt
     if chosen is not None:
         axis.axvline(chosen, color="black", linewidth=0.8)
     axis.legend(loc="upper center", fontsize=8)
-    axis.set_title("Tree depth sweep")
+    axis.set_title("Tree depth sweep (predicted on the grid, measured where known)")
     return _png(figure)

@@ -18,6 +18,13 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "--folds", type=int, default=DEFAULT_FOLDS, help="cross-validation folds (surrogate)"
     )
+    parser.add_argument(
+        "--reference",
+        default=None,
+        help="what the first section's speed-ups are measured against, as validate takes it: "
+        "expert, name=value,..., a CSV table, module:function or a campaign directory "
+        "(default: the kernel's expert default where it has one)",
+    )
     return parser
 
 
@@ -25,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
     """Run ``report``; a directory that is no campaign raises CampaignError."""
     if args.folds < 2:
         raise CampaignError(f"--folds {args.folds}: need at least 2")
-    path = write_report(args.directory, args.out, folds=args.folds)
+    path = write_report(args.directory, args.out, folds=args.folds, reference=args.reference)
     if not getattr(args, "quiet", False):
         print(f"report written to {path}")
     return 0

@@ -1,111 +1,42 @@
 """``mlkaps-gpu report DIR``: one self-contained HTML page about a campaign.
 
-Sections: the configuration and environment; the samples over time (by origin: sampling, or
-the validation / merge run that measured them); the surrogate's accuracy (k-fold
+Sections, the answer first: what the header ships per input value, what it gains (the fraction
+of the best known, the speed-up over a default or expert where one is given) and how sure it is
+(how many answers were measured); the search (best-so-far, parameter importance, the samples
+over the space); then the configuration and environment; the samples over time (by origin:
+sampling, or the validation / merge run that measured them); the surrogate's accuracy (k-fold
 cross-validated MAE and MAPE on the stored successful samples, with the campaign's surrogate
 settings); the optimum maps; the tree (mode, depth, leaves, verification, depth sweep, the
-header's answers against the best measured configuration per grid point, the header's text
-in a collapsible block); the validation and merge results when present. Every
-figure is an inline base64 PNG, so the file can be mailed or archived alone.
+header's answers against the best measured configuration per grid point, the header's text in a
+collapsible block); the validation and merge results when present. Every figure is an inline
+base64 PNG, so the file can be mailed or archived alone; the raw files are linked for machines.
 
-The sections collect plain text, tables and figures (:class:`_Page`); the Jinja2 template
-``templates/report.html.j2`` (package data) lays them out and escapes every text
-(autoescape on), so no HTML is built in Python.
+The page model and the formatting of values (never JSON in a table) are in ``_report_page``;
+the first two sections in ``_report_shipped`` and ``_report_search``.
 """
 
 from __future__ import annotations
 
-import base64
-import functools
 import json
+import os
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import jinja2
 import numpy as np
 import pandas as pd
 
 from mlkaps_gpu import __version__
 from mlkaps_gpu.campaign import Campaign
+from mlkaps_gpu.validation._expert import Reference, expert_reference, resolve_reference
+from mlkaps_gpu.validation._report_page import _Page, duration, percent, readable
+from mlkaps_gpu.validation._report_search import search_section
+from mlkaps_gpu.validation._report_shipped import objective_unit, shipped_section
 
 DEFAULT_FOLDS = 5
 #: Rows of the measured-regret table shown (worst first).
 _REGRET_ROWS = 40
-
-
-@functools.cache
-def _template() -> jinja2.Template:
-    """``templates/report.html.j2`` (package data), with autoescaping on."""
-    environment = jinja2.Environment(
-        loader=jinja2.PackageLoader("mlkaps_gpu.validation", "templates"),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-    )
-    return environment.get_template("report.html.j2")
-
-
-class _Page:
-    """The report's content: sections (a heading and its blocks) of plain text, figures and
-    tables, rendered by the template, which escapes every text."""
-
-    def __init__(self) -> None:
-        self.sections: list[dict[str, Any]] = [{"title": None, "blocks": []}]
-        self.figures: list[str] = []
-
-    def _add(self, kind: str, **fields: Any) -> None:
-        self.sections[-1]["blocks"].append({"kind": kind, **fields})
-
-    def heading(self, text: str) -> None:
-        """Start a section."""
-        self.sections.append({"title": text, "blocks": []})
-
-    def paragraph(self, text: str, css: str = "") -> None:
-        self._add("paragraph", text=text, css=css)
-
-    def table(self, rows: Mapping[str, Any] | pd.DataFrame) -> None:
-        """A table with a column per frame column, or a row per key of a mapping."""
-        if isinstance(rows, pd.DataFrame):
-            self._add(
-                "frame",
-                columns=[str(column) for column in rows.columns],
-                rows=[[_cell(v) for v in row] for row in rows.itertuples(index=False)],
-            )
-            return
-        self._add("pairs", rows=[(str(k), _text(v)) for k, v in rows.items()])
-
-    def figure(self, png: bytes | None, caption: str) -> None:
-        """An inline PNG (nothing when ``png`` is None)."""
-        if png is None:
-            return
-        self.figures.append(caption)
-        self._add("figure", caption=caption, data=base64.b64encode(png).decode("ascii"))
-
-    def code(self, text: str, summary: str | None = None) -> None:
-        """Preformatted text, collapsed under ``summary`` when given."""
-        self._add("code", text=text, summary=summary)
-
-    def render(self, title: str) -> str:
-        return _template().render(title=title, sections=self.sections)
-
-
-def _cell(value: Any) -> str:
-    """A frame cell as text (floats to 4 significant digits)."""
-    if isinstance(value, float | np.floating):
-        return f"{value:.4g}"
-    return str(value)
-
-
-def _text(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    if isinstance(value, (dict, list)):
-        return json.dumps(value, sort_keys=True)
-    return str(value)
 
 
 def sample_origins(table: pd.DataFrame) -> pd.Series:
@@ -171,14 +102,14 @@ def _validation_rows(summary: Mapping[str, Any]) -> dict[str, Any]:
         "geometric-mean speedup": summary.get("geomean_speedup"),
         "progressions: share / mean speedup": (
             f"{100 * summary['progressions']['share']:.1f}% / "
-            f"{_text(summary['progressions']['mean_speedup'])}"
+            f"{readable(summary['progressions']['mean_speedup'])}"
         ),
         "regressions: share / mean slowdown": (
             f"{100 * summary['regressions']['share']:.1f}% / "
-            f"{_text(summary['regressions']['mean_slowdown'])}"
+            f"{readable(summary['regressions']['mean_slowdown'])}"
         ),
         "worst point (differing configurations)": (
-            f"{_text(worst.get('speedup'))}x at {_text(worst.get('inputs'))} "
+            f"{readable(worst.get('speedup'))}x at {readable(worst.get('inputs'))} "
             f"({worst.get('verdict')})"
             if worst
             else "- (every point has the reference's configuration)"
@@ -191,7 +122,7 @@ def _validation_rows(summary: Mapping[str, Any]) -> dict[str, Any]:
                 else "-"
             )
         ),
-        "load average (start, end)": _text(summary.get("load_average")),
+        "load average (start, end)": readable(summary.get("load_average")),
         "noise threshold (median / p90 over points)": (
             f"+-{100 * summary.get('noise_threshold', 0.0):.2f}% / "
             f"+-{100 * summary.get('noise_threshold_p90', 0.0):.1f}%"
@@ -214,7 +145,7 @@ def _configuration_section(page: _Page, campaign: Campaign) -> None:
             "inputs": ", ".join(campaign.space.input_names),
             "design": ", ".join(campaign.space.design_names),
             "constraints": "; ".join(c.source for c in campaign.space.constraints) or "none",
-            "objectives": json.dumps(campaign.config.objectives),
+            "objectives": ", ".join(f"{k} ({v})" for k, v in campaign.config.objectives.items()),
             "measured on": _environment_line(campaign.environment),
         }
     )
@@ -223,7 +154,9 @@ def _configuration_section(page: _Page, campaign: Campaign) -> None:
     page.code(campaign.config.text, "config.toml")
     details = meta.get("details", {})
     if details:
-        page.code(json.dumps(details, indent=2, sort_keys=True), "stage details (campaign.json)")
+        page.code(
+            json.dumps(details, indent=2, sort_keys=True), "raw stage details (campaign.json)"
+        )
 
 
 def _samples_section(page: _Page, campaign: Campaign, table: pd.DataFrame) -> None:
@@ -239,10 +172,17 @@ def _samples_section(page: _Page, campaign: Campaign, table: pd.DataFrame) -> No
     counts = counts.reset_index()
     counts.columns = [str(c) for c in counts.columns]
     page.table(counts)
+    replay = bool(campaign.environment.get("replay"))
     page.figure(
-        analysis.samples_over_time(table, campaign.setup.objectives[0], origins),
-        "Objective of every stored sample in store order (left) and samples stored over "
-        "wall time (right), by origin",
+        analysis.samples_over_time(
+            table, campaign.setup.objectives[0], origins, wall_time=not replay
+        ),
+        "Objective of every stored sample in store order, by origin"
+        + (
+            " (a replay answers at once: no wall time)"
+            if replay
+            else "; samples stored over wall time (right)"
+        ),
     )
 
 
@@ -271,7 +211,7 @@ def _load_paragraph(page: _Page, campaign: Campaign) -> None:
     )
     if record.get("answers_on_disturbed"):
         points = "; ".join(
-            ", ".join(f"{k}={_text(v)}" for k, v in point.items()) for point in record["points"]
+            ", ".join(f"{k}={readable(v)}" for k, v in point.items()) for point in record["points"]
         )
         text += (
             f" {record['answers_on_disturbed']} of {record['answers']} grid points' answers rest "
@@ -290,7 +230,8 @@ def _accuracy_section(page: _Page, campaign: Campaign, table: pd.DataFrame, fold
         page.paragraph(f"Too few successful samples for {folds}-fold cross-validation.")
         return
     metrics, measured, predicted = accuracy
-    page.table(metrics)
+    unit = objective_unit(campaign)
+    page.table({**metrics, "MAE": duration(metrics["MAE"], unit) if unit else metrics["MAE"]})
     page.figure(
         analysis.predicted_vs_measured(measured, predicted, campaign.setup.objectives[0]),
         f"Out-of-fold predictions ({folds}-fold, the campaign's surrogate settings) against "
@@ -307,12 +248,19 @@ def _optima_section(page: _Page, campaign: Campaign) -> None:
         page.paragraph("No optima yet (the optimization stage has not run).")
         return
     optima = campaign.load_optima()
-    page.paragraph(
-        f"{len(optima)} grid points; source of the choice: "
-        + _text(optima["source"].value_counts().to_dict())
-        if "source" in optima
-        else f"{len(optima)} grid points."
-    )
+    text = f"{len(optima)} grid points."
+    if "source" in optima:
+        counts = optima["source"].value_counts()
+        sources = {"measured": "decided from measurements", "surrogate": "from the model"}
+        text = (
+            f"{len(optima)} grid points; the decisions: "
+            + ", ".join(
+                f"{count} {sources.get(str(source), str(source))}"
+                for source, count in counts.items()
+            )
+            + "."
+        )
+    page.paragraph(text)
     page.figure(
         analysis.optimum_maps(optima, campaign.space),
         "Optimal value of each design parameter over the optimization grid",
@@ -327,19 +275,70 @@ def _tree_section(page: _Page, campaign: Campaign) -> None:
     verification_path = campaign.directory / "verification.json"
     verification = json.loads(verification_path.read_text()) if verification_path.exists() else None
     if verification is not None:
-        # the measured regret has a section of its own, after the header's text
-        hidden = ("depth_sweep", "per_point", "measured_regret")
-        page.table({k: v for k, v in verification.items() if k not in hidden})
+        page.table(_verification_rows(verification))
+        trees = campaign.config.trees
+        rule = (
+            "the smallest depth whose predicted mean regret is within "
+            f"{100 * trees.depth_tolerance:g} percentage points of the best depth's"
+            if trees.max_depth == "auto"
+            else f"[trees] max_depth = {trees.max_depth}"
+        )
         page.figure(
             analysis.depth_sweep(verification.get("depth_sweep", []), verification.get("depth")),
-            "Predicted regret and tree size against the depth limit (vertical line: chosen)",
+            "Tree depth sweep: the regret the surrogate predicts on the grid (mean, p90), the "
+            "largest regret measured at grid points where the answer and the best were both "
+            f"measured, and the leaves, against the depth limit; vertical line: the chosen depth "
+            f"({rule})",
         )
     if campaign.header_path.exists():
         _header_code(page, campaign.header_path)
     else:
         page.paragraph("No header yet (the trees stage has not run).")
     if verification is not None:
-        _measured_regret(page, verification, campaign.setup.objectives[0])
+        _measured_regret(page, verification, campaign.setup.objectives[0], objective_unit(campaign))
+
+
+#: verification.json keys shown elsewhere (the sweep's figure, the measured regret's section).
+_SHOWN_ELSEWHERE = ("depth_sweep", "per_point", "measured_regret")
+
+
+def _verification_rows(verification: Mapping[str, Any]) -> dict[str, str]:
+    """verification.json as sentences: the tree, the header's check, the confirmation and the
+    regret against the best known (other keys as readable text)."""
+    rows: dict[str, str] = {}
+    leaves = verification.get("leaves")
+    count = sum(leaves.values()) if isinstance(leaves, Mapping) else leaves
+    rows["tree"] = (
+        f"{verification.get('mode', '?')} mode, depth {verification.get('depth', '?')}, "
+        f"{readable(count)} leaves"
+    )
+    rows["header"] = (
+        f"{verification.get('header', '?')}: compared with the trees on "
+        f"{readable(verification.get('verified_inputs'))} inputs, "
+        f"{readable(verification.get('mismatches'))} mismatches"
+    )
+    confirmation = verification.get("confirmation")
+    if isinstance(confirmation, Mapping):
+        rows["confirmation by measurement"] = (
+            f"{confirmation.get('rounds', 0)} rounds: {confirmation.get('measured_answers', 0)} "
+            f"answers and {confirmation.get('measured_neighbours', 0)} neighbours measured; "
+            f"{confirmation.get('unconfirmed_answers', 0)} answers left unmeasured, "
+            f"{confirmation.get('measured_instead', 0)} replaced by a configuration measured there"
+        )
+    regret = verification.get("regret_against_best_known")
+    if isinstance(regret, Mapping) and regret.get("points"):
+        rows["against the best known"] = (
+            f"geometric-mean fraction {regret.get('geomean_fraction', float('nan')):.3f} over "
+            f"{regret['points']} grid points; {regret.get('above_1_percent', 0)} more than 1 % "
+            f"slower (the most {percent(regret.get('max'))}), "
+            f"{regret.get('slower_than_1_5x', 0)} more than 1.5x slower"
+        )
+    done = {"leaves", "mode", "depth", "header", "verified_inputs", "mismatches"}
+    done |= {"confirmation", "regret_against_best_known", *_SHOWN_ELSEWHERE}
+    for key, value in verification.items():
+        if key not in done:
+            rows[key.replace("_", " ")] = readable(value)
+    return rows
 
 
 def measured_regret_table(per_point: list[Mapping[str, Any]], objective: str) -> pd.DataFrame:
@@ -360,8 +359,11 @@ def measured_regret_table(per_point: list[Mapping[str, Any]], objective: str) ->
     return ordered.reset_index(drop=True)
 
 
-def _measured_regret(page: _Page, verification: Mapping[str, Any], objective: str) -> None:
-    """The header's answers against the best measured configurations, per grid point."""
+def _measured_regret(
+    page: _Page, verification: Mapping[str, Any], objective: str, unit: str | None = None
+) -> None:
+    """The header's answers against the best measured configurations, per grid point (times
+    in ``unit``, see :func:`objective_unit`)."""
     summary = verification.get("measured_regret")
     if not summary:
         return
@@ -370,7 +372,8 @@ def _measured_regret(page: _Page, verification: Mapping[str, Any], objective: st
         f"At {summary.get('known')} of {summary.get('points')} grid points both the header's "
         "answer and the best configuration there were measured; at "
         f"{summary.get('above_1_percent')} of them the answer measured more than 1 % worse "
-        f"(mean measured regret {_text(summary.get('mean'))}, max {_text(summary.get('max'))}). "
+        f"(mean measured regret {percent(summary.get('mean'), 2)}, max "
+        f"{percent(summary.get('max'), 2)}). "
         "Measured regret: how much worse the header's answer measured than the best "
         "configuration measured at the same point, relative to it."
     )
@@ -388,7 +391,11 @@ def _measured_regret(page: _Page, verification: Mapping[str, Any], objective: st
     table = measured_regret_table(per_point, objective)
     if len(table) > _REGRET_ROWS:
         page.paragraph(f"The {_REGRET_ROWS} worst of {len(table)} points:", "note")
-    page.table(table.head(_REGRET_ROWS))
+    shown = table.head(_REGRET_ROWS).copy()
+    for column in (f"header's answer: {objective}", f"best measured: {objective}"):
+        shown[column] = [duration(value, unit) for value in shown[column]]
+    shown["measured regret (%)"] = [f"{value:.2f}" for value in shown["measured regret (%)"]]
+    page.table(shown, name="measured_regret")
 
 
 def _header_code(page: _Page, path: Path) -> None:
@@ -432,8 +439,8 @@ def _merge_section(page: _Page, folder: Path) -> None:
         pd.DataFrame(
             {
                 "measure": list(before),
-                "before merge": [_text(v) for v in before.values()],
-                "after merge": [_text(after[k]) for k in before],
+                "before merge": [readable(v) for v in before.values()],
+                "after merge": [readable(after[k]) for k in before],
             }
         )
     )
@@ -445,8 +452,46 @@ def _merge_section(page: _Page, folder: Path) -> None:
         _header_code(page, merged_header)
 
 
-def build_report(directory: str | Path, *, folds: int = DEFAULT_FOLDS) -> tuple[str, list[str]]:
-    """The HTML text and the captions of its figures."""
+def report_reference(campaign: Campaign, reference: str | Reference | None) -> Reference | None:
+    """The configuration the first section measures the speed-up against: ``reference`` (as
+    ``validate --reference`` takes it) when given, else the kernel's expert default where it
+    has one, else none."""
+    if isinstance(reference, Reference):
+        return reference
+    if reference is not None:
+        return resolve_reference(reference, campaign)
+    return expert_reference(campaign) if campaign.setup.expert else None
+
+
+def _raw_links(page: _Page, campaign: Campaign, report_folder: Path) -> None:
+    """Links to the campaign's raw files (relative to where the report is written)."""
+    names = ["optima.csv", "verification.json", "campaign.json", "samples.sqlite", "config.toml"]
+    names += [f"models/{objective}.txt" for objective in campaign.setup.objectives]
+    names.append(campaign.header_path.name)
+    targets = [
+        (name, Path(os.path.relpath(campaign.directory / name, report_folder)).as_posix())
+        for name in names
+        if (campaign.directory / name).is_file()
+    ]
+    page.links("Raw files, for machines:", targets)
+
+
+def build_report(
+    directory: str | Path,
+    *,
+    folds: int = DEFAULT_FOLDS,
+    reference: str | Reference | None = None,
+    report_folder: str | Path | None = None,
+) -> tuple[str, list[str]]:
+    """The HTML text and the captions of its figures.
+
+    Args:
+        directory: the campaign directory.
+        folds: cross-validation folds of the surrogate's accuracy.
+        reference: what the speed-ups are measured against (see :func:`report_reference`).
+        report_folder: where the page will be written (its links to the raw files are
+            relative to it); default: the campaign directory.
+    """
     campaign = Campaign.open(directory)
     folder = campaign.directory
     page = _Page()
@@ -455,8 +500,13 @@ def build_report(directory: str | Path, *, folds: int = DEFAULT_FOLDS) -> tuple[
         f"{time.strftime('%Y-%m-%d %H:%M:%S')} by mlkaps_gpu {__version__}.",
         "note",
     )
-    _configuration_section(page, campaign)
+    _raw_links(page, campaign, Path(report_folder) if report_folder is not None else folder)
+    verification_path = folder / "verification.json"
+    verification = json.loads(verification_path.read_text()) if verification_path.exists() else None
+    shipped_section(page, campaign, verification, report_reference(campaign, reference))
     table = campaign.store.load()
+    search_section(page, campaign, table)
+    _configuration_section(page, campaign)
     _samples_section(page, campaign, table)
     _load_paragraph(page, campaign)
     _accuracy_section(page, campaign, table, folds)
@@ -479,10 +529,17 @@ def _environment_line(environment: Mapping[str, Any]) -> str:
 
 
 def write_report(
-    directory: str | Path, out: str | Path | None = None, *, folds: int = DEFAULT_FOLDS
+    directory: str | Path,
+    out: str | Path | None = None,
+    *,
+    folds: int = DEFAULT_FOLDS,
+    reference: str | Reference | None = None,
 ) -> Path:
-    """Write the report (default ``DIR/report.html``); returns its path."""
-    text, _ = build_report(directory, folds=folds)
+    """Write the report (default ``DIR/report.html``); returns its path. ``reference``: what
+    the speed-ups are measured against (see :func:`report_reference`)."""
     path = Path(out) if out is not None else Path(directory) / "report.html"
+    text, _ = build_report(
+        directory, folds=folds, reference=reference, report_folder=path.resolve().parent
+    )
     path.write_text(text, encoding="utf-8")
     return path

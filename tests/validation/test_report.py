@@ -55,9 +55,18 @@ def test_report_of_a_tuned_campaign_has_an_inline_png_per_figure(
     text, figures = _report.build_report(campaign.directory, folds=2)
     assert text.startswith("<!DOCTYPE html>") and text.rstrip().endswith("</html>")
     pictures = images(text)
-    assert len(pictures) == text.count("<img") == len(figures) == 4
+    # what ships, best-so-far, importance, parallel coordinates, samples over time,
+    # accuracy, optimum maps, depth sweep
+    assert len(pictures) == text.count("<img") == len(figures) == 8
     assert all(picture.startswith(PNG) for picture in pictures)
-    for section in ("Configuration", "Samples over time", "Surrogate accuracy", "Optimum maps"):
+    for section in (
+        "What ships, what it gains, how sure it is",
+        "The search",
+        "Configuration",
+        "Samples over time",
+        "Surrogate accuracy",
+        "Optimum maps",
+    ):
         assert f"<h2>{section}</h2>" in text
     assert "MAPE (%)" in text and "<h2>Validation</h2>" not in text
     # the header in a collapsible block, escaped
@@ -108,10 +117,10 @@ def test_report_shows_validation_and_merge_figures(campaign: Campaign, tmp_path:
     assert main(["report", str(campaign.directory), "--out", str(out), "--folds", "2"]) == 0
     text = out.read_text(encoding="utf-8")
     pictures = images(text)
-    # 4 campaign figures + validation (map, histogram) + merge before / after (2 each)
-    assert len(pictures) == text.count("<img") == 10
+    # 8 campaign figures + validation (map, histogram) + merge before / after (2 each)
+    assert len(pictures) == text.count("<img") == 14
     assert all(picture.startswith(PNG) for picture in pictures)
-    assert sum(len(picture) > 1000 for picture in pictures) == 4  # the report's own, rendered
+    assert sum(len(picture) > 1000 for picture in pictures) == 8  # the report's own, rendered
     for caption in (
         "validation: speedup map",
         "merge, before: speedup histogram",
