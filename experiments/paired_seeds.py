@@ -1,7 +1,7 @@
 """Is a variant of the project better than the defaults? A paired comparison of two
 ``bench_peers.py`` runs of the project on the same seeds.
 
-Every variant recorded in ``docs/architecture.md`` was judged this way: the same seeds run
+Every variant recorded in ``docs/decisions/`` was judged this way: the same seeds run
 once with the defaults and once with the variant (``bench_peers.py --tools project
 --first-seed S --seeds N``, the variant patched in or set with ``--set``), then per budget b the
 variant's header fraction of optimum minus the defaults', seed by seed. Pairing removes most

@@ -6,7 +6,7 @@ measuring it. Constrained Bayesian optimisation models feasibility apart from th
 (Gelbart et al., 2014): here a classifier of failed against successful rows, whose probability
 of failure screens the candidates of exploitation (``Exploiter.propose``). The objective's model
 is left as it was: imputing failures into it as the worst measured time was tried and made the
-regions beside failures look slow (``docs/architecture.md``).
+regions beside failures look slow (``docs/decisions/0011-failures-screen-candidates.md``).
 """
 
 from __future__ import annotations
