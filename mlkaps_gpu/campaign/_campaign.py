@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from mlkaps_gpu import __version__
+from mlkaps_gpu._numbers import plain
 from mlkaps_gpu.campaign import _ask_tell
 from mlkaps_gpu.campaign._config import CampaignConfig, ConfigError, parse_config
 from mlkaps_gpu.campaign._decisions import (
@@ -1026,7 +1027,7 @@ class Campaign:
             ]
             details["per_point"] = [
                 {
-                    k: (None if isinstance(v, float) and not np.isfinite(v) else _plain(v))
+                    k: (None if isinstance(v, float) and not np.isfinite(v) else plain(v))
                     for k, v in row.items()
                 }
                 for row in optima[columns].to_dict("records")
@@ -1062,11 +1063,6 @@ class Campaign:
         )
         results = self.setup.executor.run(rows)
         return results, (probe.stop() if probe is not None else None)
-
-
-def _plain(value: Any) -> Any:
-    """A JSON-ready scalar."""
-    return value.item() if hasattr(value, "item") else value
 
 
 def _tree_sizes(selector: Selector) -> dict[str, Any]:

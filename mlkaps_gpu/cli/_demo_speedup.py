@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from mlkaps_gpu._numbers import plain
 from mlkaps_gpu.campaign import Campaign
 from mlkaps_gpu.executors import PythonExecutor
 
@@ -51,7 +52,7 @@ def measure_sizes(
                     "configurations": len(table),
                     "header": chosen,
                     "header_time": _time_of(table, times, chosen),
-                    "best": {name: _plain(table[name].iloc[best]) for name in design},
+                    "best": {name: plain(table[name].iloc[best]) for name in design},
                     "best_time": float(times[best]),
                     "default_time": _time_of(table, times, default),
                 }
@@ -71,10 +72,6 @@ def _time_of(table: pd.DataFrame, times: np.ndarray, configuration: Mapping[str,
     for name, value in configuration.items():
         match &= (table[name] == value).to_numpy()
     return float(times[match][0]) if match.any() else float("inf")
-
-
-def _plain(value: Any) -> Any:
-    return value.item() if isinstance(value, np.generic) else value
 
 
 def geometric_means(rows: Sequence[Mapping[str, Any]]) -> dict[str, float | None]:

@@ -19,18 +19,14 @@ from typing import Any
 
 import pandas as pd
 
+from mlkaps_gpu._numbers import plain
 from mlkaps_gpu.executors._base import COMPILE_ERROR, INVALID, OK
 
 _FAILURE_MARKERS = {COMPILE_ERROR: "CompilationFailedConfig", INVALID: "InvalidConfig"}
 
 
-def _plain(value: Any) -> Any:
-    value = value.item() if hasattr(value, "item") else value
-    return value
-
-
 def _key(values: Sequence[Any]) -> str:
-    return ",".join(str(_plain(v)) for v in values)
+    return ",".join(str(plain(v)) for v in values)
 
 
 def _times(text: Any) -> list[float]:
@@ -59,7 +55,7 @@ def kernel_tuner_cache(
     keys = list(tune_params)
     cache: dict[str, Any] = {}
     for record in rows.to_dict("records"):
-        values = [_plain(record[name]) for name in keys]
+        values = [plain(record[name]) for name in keys]
         entry: dict[str, Any] = dict(zip(keys, values, strict=True))
         value = record.get(objective)
         status = record.get("status", OK)
@@ -75,7 +71,7 @@ def kernel_tuner_cache(
         "kernel_name": kernel_name,
         "problem_size": list(problem_size) if not isinstance(problem_size, str) else problem_size,
         "tune_params_keys": keys,
-        "tune_params": {name: [_plain(v) for v in values] for name, values in tune_params.items()},
+        "tune_params": {name: [plain(v) for v in values] for name, values in tune_params.items()},
         "objective": objective,
         "cache": cache,
     }

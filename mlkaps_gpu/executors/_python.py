@@ -33,6 +33,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from mlkaps_gpu._numbers import plain
 from mlkaps_gpu.executors._base import OK, RUNTIME_ERROR, Executor, ExecutorError, encode_times
 from mlkaps_gpu.executors._python_function import (
     TIMERS,
@@ -138,7 +139,7 @@ class PythonExecutor(Executor):
         n_repeats = np.zeros(len(rows), dtype=np.int64)
         evaluate = self._in_worker if self.isolate else self._in_process
         for i, row in enumerate(rows.to_dict("records")):
-            result = evaluate({str(k): _plain(v) for k, v in row.items()})
+            result = evaluate({str(k): plain(v) for k, v in row.items()})
             status[i], message[i] = result["status"], result.get("message", "")
             if result["status"] != OK:
                 continue
@@ -235,7 +236,3 @@ def _reference_of(function: Callable[..., Any]) -> str:
             "function or a reference 'module:function'"
         )
     return f"{module}:{name}"
-
-
-def _plain(value: Any) -> Any:
-    return value.item() if isinstance(value, np.generic) else value

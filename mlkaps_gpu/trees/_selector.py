@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
+from mlkaps_gpu._numbers import plain
 from mlkaps_gpu.space import Parameter, Space
 from mlkaps_gpu.trees._model import DecisionModel, LeafOutput, TreeStructure, input_features
 from mlkaps_gpu.trees._regret import RegretOracle, Score
@@ -369,17 +370,7 @@ def _from_dict(data: Any) -> Selector:
 
 def json_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Records with numpy scalars and arrays made plain JSON values."""
-    return [{str(k): _plain(v) for k, v in record.items()} for record in records]
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, np.ndarray):
-        return [_plain(v) for v in value.tolist()]
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
+    return [{str(k): plain(v) for k, v in record.items()} for record in records]
 
 
 def _expect(value: Any, kind: type | tuple[type, ...], where: str) -> Any:
@@ -394,9 +385,9 @@ def parameter_to_dict(parameter: Parameter) -> dict[str, Any]:
     return {
         "name": parameter.name,
         "kind": parameter.kind,
-        "values": None if parameter.values is None else [_plain(v) for v in parameter.values],
-        "low": _plain(parameter.low),
-        "high": _plain(parameter.high),
+        "values": None if parameter.values is None else [plain(v) for v in parameter.values],
+        "low": plain(parameter.low),
+        "high": plain(parameter.high),
         "log": bool(parameter.log),
         "levels": parameter.levels,
     }

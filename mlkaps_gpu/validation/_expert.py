@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from mlkaps_gpu._numbers import plain
 from mlkaps_gpu.campaign import META, Campaign, CampaignError, ReadOnlyCampaign
 from mlkaps_gpu.codegen import CompiledHeader
 from mlkaps_gpu.space import Parameter, Space, parse_value
@@ -122,7 +123,7 @@ class CallableReference(Reference):
     def _configurations(self, inputs: pd.DataFrame) -> pd.DataFrame:
         rows = []
         for point in inputs.to_dict("records"):
-            answer = self.function({k: _plain(v) for k, v in point.items()})
+            answer = self.function({k: plain(v) for k, v in point.items()})
             if not isinstance(answer, Mapping):
                 raise CampaignError(
                     f"reference {self.label}: returned {type(answer).__name__} at {point}; "
@@ -289,19 +290,15 @@ def resolve_reference(text: str, campaign: Campaign) -> Reference:
     )
 
 
-def _plain(value: Any) -> Any:
-    return value.item() if hasattr(value, "item") else value
-
-
 def _column(parameter: Parameter, values: pd.Series, label: str) -> pd.Series:
     """A design column in the parameter's dtype (text from CSV files converted)."""
     try:
         if parameter.kind == "categorical":
-            return values.map(lambda v: str(_plain(v))).astype(object).reset_index(drop=True)
+            return values.map(lambda v: str(plain(v))).astype(object).reset_index(drop=True)
         if parameter.kind == "bool":
             return (
                 values.map(
-                    lambda v: parse_value(parameter, str(_plain(v))) if isinstance(v, str) else v
+                    lambda v: parse_value(parameter, str(plain(v))) if isinstance(v, str) else v
                 )
                 .astype(bool)
                 .reset_index(drop=True)

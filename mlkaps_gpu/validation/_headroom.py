@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from mlkaps_gpu._numbers import plain
 from mlkaps_gpu.campaign import Campaign
 from mlkaps_gpu.validation._expert import Reference
 from mlkaps_gpu.validation._validate import Validation
@@ -101,7 +102,7 @@ def measure_headroom(
         beyond = headroom > 1.0 + noise
         rows.append(
             {
-                **{name: _plain(point[name]) for name in campaign.space.input_names},
+                **{name: plain(point[name]) for name in campaign.space.input_names},
                 "candidates": len(candidates),
                 "headroom": headroom,
                 "shipped_speedup": speedup,
@@ -122,7 +123,3 @@ def measure_headroom(
         "median_share_reached": float(np.median(shares)) if shares else None,
         "expert": expert.label,
     }
-
-
-def _plain(value: Any) -> Any:
-    return value.item() if hasattr(value, "item") else value

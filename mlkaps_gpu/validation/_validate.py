@@ -59,6 +59,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from mlkaps_gpu._numbers import plain
 from mlkaps_gpu.campaign import Campaign, CampaignError, EnvironmentMismatchWarning
 from mlkaps_gpu.space import Parameter, Space
 from mlkaps_gpu.validation._expert import Reference, campaign_header
@@ -330,7 +331,7 @@ def summarize(table: pd.DataFrame, inputs: list[str]) -> dict[str, Any]:
 
     def point(row: pd.Series) -> dict[str, Any]:
         return {
-            "inputs": {name: _plain(row[name]) for name in inputs},
+            "inputs": {name: plain(row[name]) for name in inputs},
             "speedup": float(row["speedup"]),
             "slowdown": float(1.0 / row["speedup"]),
             "verdict": str(row["verdict"]),
@@ -609,7 +610,3 @@ def _load_average() -> float | None:
         return round(os.getloadavg()[0], 2)
     except (AttributeError, OSError):  # pragma: no cover - not Unix
         return None
-
-
-def _plain(value: Any) -> Any:
-    return value.item() if hasattr(value, "item") else value
