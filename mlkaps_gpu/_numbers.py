@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 
 def plain(value: Any) -> Any:
@@ -22,3 +23,12 @@ def plain(value: Any) -> Any:
     if isinstance(value, np.generic):
         return value.item()
     return value
+
+
+def geometric_mean(values: npt.ArrayLike) -> float:
+    """The geometric mean of positive values, ``exp(mean(log(values)))``.
+
+    No guard: an empty input gives NaN (with numpy's warning) and a value <= 0 gives NaN or
+    0; callers that may pass such values check them first.
+    """
+    return float(np.exp(np.mean(np.log(values))))

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from mlkaps_gpu._numbers import geometric_mean
 from mlkaps_gpu.space import Space
 
 VERDICT_COLOURS = {
@@ -218,7 +219,7 @@ def speedup_histogram(points: pd.DataFrame, *, title: str, noise: float) -> byte
             color=[VERDICT_COLOURS[v] for v in verdicts],
             label=verdicts,
         )
-        geomean = float(np.exp(np.mean(np.log(speedup))))
+        geomean = geometric_mean(speedup)
         axis.axvline(
             geomean, color="black", linestyle="--", linewidth=1, label=f"geomean {geomean:.3f}x"
         )

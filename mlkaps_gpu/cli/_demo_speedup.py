@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from mlkaps_gpu._numbers import plain
+from mlkaps_gpu._numbers import geometric_mean, plain
 from mlkaps_gpu.campaign import Campaign
 from mlkaps_gpu.executors import PythonExecutor
 
@@ -81,8 +81,8 @@ def geometric_means(rows: Sequence[Mapping[str, Any]]) -> dict[str, float | None
     speedups = np.array([row["speedup"] for row in rows], dtype=np.float64)
     finite = speedups[np.isfinite(speedups) & (speedups > 0)]
     return {
-        "fraction_of_optimum": _geomean(fractions) if np.all(fractions > 0) else 0.0,
-        "speedup": _geomean(finite) if len(finite) else None,
+        "fraction_of_optimum": geometric_mean(fractions) if np.all(fractions > 0) else 0.0,
+        "speedup": geometric_mean(finite) if len(finite) else None,
     }
 
 
@@ -103,10 +103,6 @@ def json_record(
 
 def _finite_or_none(value: Any) -> Any:
     return None if isinstance(value, float) and not np.isfinite(value) else value
-
-
-def _geomean(values: np.ndarray) -> float:
-    return float(np.exp(np.mean(np.log(values))))
 
 
 def describe(rows: Sequence[Mapping[str, Any]], default: Mapping[str, Any]) -> list[str]:

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from mlkaps_gpu._numbers import plain
+from mlkaps_gpu._numbers import geometric_mean, plain
 from mlkaps_gpu.campaign import Campaign
 from mlkaps_gpu.validation._expert import Reference
 from mlkaps_gpu.validation._validate import Validation
@@ -118,7 +118,7 @@ def measure_headroom(
             f"{max(2, min(repeats, 3))} rounds each, at up to {settings.points} validation points"
         ),
         "points": rows,
-        "geomean_headroom": float(np.exp(np.mean(np.log(headrooms)))) if len(rows) else None,
+        "geomean_headroom": geometric_mean(headrooms) if len(rows) else None,
         "points_with_headroom": len(shares),
         "median_share_reached": float(np.median(shares)) if shares else None,
         "expert": expert.label,

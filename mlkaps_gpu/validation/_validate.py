@@ -59,7 +59,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from mlkaps_gpu._numbers import plain
+from mlkaps_gpu._numbers import geometric_mean, plain
 from mlkaps_gpu.campaign import Campaign, CampaignError, EnvironmentMismatchWarning
 from mlkaps_gpu.space import Parameter, Space
 from mlkaps_gpu.validation._expert import Reference, campaign_header
@@ -342,7 +342,7 @@ def summarize(table: pd.DataFrame, inputs: list[str]) -> dict[str, Any]:
         "compared": n,
         "failed": int((table["verdict"] == "failed").sum()),
         "same_configuration": int(table["same_configuration"].sum()),
-        "geomean_speedup": float(np.exp(np.mean(np.log(speedup)))) if n else math.nan,
+        "geomean_speedup": geometric_mean(speedup) if n else math.nan,
         "median_speedup": float(np.median(speedup)) if n else math.nan,
         "progressions": {
             "count": len(progressions),
