@@ -187,7 +187,10 @@ def _validity_comment(model: DecisionModel, plan: NamePlan) -> list[str]:
     return lines
 
 
-def _enum_lines(parameter: Parameter, names: InputNames | OutputNames) -> list[str]:
+def enum_lines(parameter: Parameter, names: InputNames | OutputNames) -> list[str]:
+    """The C ``typedef enum`` of a categorical parameter: one constant per value, numbered in
+    the order of its domain, each with the value in a comment (single and multi-target
+    headers both write it)."""
     assert names.enum_type is not None
     constants = names.enum_constants
     lines = [f"typedef enum {names.enum_type} {{"]
@@ -284,12 +287,12 @@ def _preamble_blocks(
 def _type_blocks(model: DecisionModel, plan: NamePlan) -> list[list[str]]:
     """The enums of categorical inputs and design parameters, then the configuration struct."""
     blocks = [
-        _enum_lines(parameter, input_names)
+        enum_lines(parameter, input_names)
         for parameter, input_names in zip(model.inputs, plan.inputs, strict=True)
         if parameter.kind == "categorical"
     ]
     blocks += [
-        _enum_lines(parameter, output_names)
+        enum_lines(parameter, output_names)
         for parameter, output_names in zip(model.design, plan.outputs, strict=True)
         if parameter.kind == "categorical"
     ]

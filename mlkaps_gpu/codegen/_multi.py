@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from mlkaps_gpu.codegen._c_literals import INDENT, c_type, comment_text
-from mlkaps_gpu.codegen._codegen import render_header
+from mlkaps_gpu.codegen._codegen import enum_lines, render_header
 from mlkaps_gpu.codegen._names import (
     InputNames,
     NamePlan,
@@ -142,17 +142,6 @@ def _check_parameters(targets: Sequence[Target], models: Sequence[DecisionModel]
                     f"{_describe(parameter)} but {_describe(several[0][1])} in target "
                     f"'{several[0][0].name}'"
                 )
-
-
-def _enum_lines(parameter: Parameter, names: InputNames | OutputNames) -> list[str]:
-    assert names.enum_type is not None
-    values = parameter.domain_values().tolist()
-    lines = [f"typedef enum {names.enum_type} {{"]
-    for code, constant in enumerate(names.enum_constants):
-        comma = "," if code < len(names.enum_constants) - 1 else ""
-        lines.append(f"{INDENT}{constant} = {code}{comma} /* {comment_text(values[code])} */")
-    lines.append(f"}} {names.enum_type};")
-    return lines
 
 
 def _comment(lines: Sequence[str]) -> list[str]:
@@ -393,10 +382,10 @@ def _common_types(mp: _MultiPlan) -> list[list[str]]:
     ]
     for parameter, names, dropped in zip(mp.common_inputs, common.inputs, mp.dropped, strict=True):
         if parameter.kind == "categorical" and not dropped:
-            blocks.append(_enum_lines(parameter, names))
+            blocks.append(enum_lines(parameter, names))
     for parameter, output_names in zip(reference.design, common.outputs, strict=True):
         if parameter.kind == "categorical":
-            blocks.append(_enum_lines(parameter, output_names))
+            blocks.append(enum_lines(parameter, output_names))
     struct = [f"typedef struct {common.config_type} {{"]
     for parameter, output_names in zip(reference.design, common.outputs, strict=True):
         struct.append(f"{INDENT}{c_type(parameter, output_names)} {output_names.field};")
