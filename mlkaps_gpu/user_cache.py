@@ -10,7 +10,8 @@ user, writable by nobody else, with that digest. A module failing a check is bui
 The folder is ``$MLKAPS_GPU_CACHE`` when set, else platformdirs' user cache folder of
 ``mlkaps_gpu`` (``~/.cache/mlkaps_gpu`` on Linux, ``$XDG_CACHE_HOME`` respected), else
 ``$XDG_CACHE_HOME/mlkaps_gpu`` or ``~/.cache/mlkaps_gpu`` when platformdirs is not installed.
-This module imports the standard library only (and platformdirs when present).
+This module imports the standard library only (and platformdirs when present), besides
+:mod:`mlkaps_gpu._files`, which does too.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
+
+from mlkaps_gpu._files import write_atomically
 
 _lock = threading.Lock()
 _loaded: dict[str, ModuleType] = {}
@@ -124,11 +127,8 @@ def load_module(kind: str, name: str, build: Callable[[Path], Path]) -> ModuleTy
                 built = Path(build(work))
                 os.chmod(built, 0o700)
                 digest = _file_digest(built)
-                record = target.with_name(target.name + ".sha256")
-                temporary = work / "digest.tmp"
-                temporary.write_text(digest + "\n", encoding="ascii")
-                os.replace(built, target)
-                os.replace(temporary, record)
+                os.replace(built, target)  # a built file moved in, then its digest beside it
+                write_atomically(target.with_name(target.name + ".sha256"), digest + "\n")
             finally:
                 _remove_tree(work)
             problem = trusted(target)

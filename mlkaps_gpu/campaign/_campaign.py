@@ -22,7 +22,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import shutil
 import time
 from collections.abc import Callable
@@ -33,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from mlkaps_gpu import __version__
+from mlkaps_gpu._files import write_atomically
 from mlkaps_gpu._numbers import plain
 from mlkaps_gpu.campaign import _ask_tell
 from mlkaps_gpu.campaign._config import CampaignConfig, ConfigError, parse_config
@@ -1312,15 +1312,10 @@ class _FailureWatch:
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` all or nothing: into ``<name>.tmp`` beside it, flushed to
-    disk, then renamed over ``path`` (a reader or a crash sees the old file or the new one,
-    never part of one)."""
-    temporary = path.with_name(path.name + ".tmp")
-    with open(temporary, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temporary, path)
+    """Write ``data`` to ``path`` all or nothing (:func:`mlkaps_gpu._files.write_atomically`)
+    through ``<name>.tmp`` beside it: the campaign holds its lock, and its integrity check
+    knows those names."""
+    write_atomically(path, data, unique=False)
 
 
 def _config_folder(config: CampaignConfig) -> str | None:

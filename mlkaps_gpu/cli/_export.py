@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from mlkaps_gpu._files import write_atomically
 from mlkaps_gpu.campaign import Campaign, CampaignError, summary_line
 from mlkaps_gpu.codegen import MultiTargetError, Target, render_multi_header, target_macro
 
@@ -94,14 +93,7 @@ def export_header(
         raise CampaignError(f"export: {error}") from error
     path = Path(out)
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(text.encode("utf-8"))
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    write_atomically(path, text, mode=0o600)  # the permissions mkstemp gave it
     return path
 
 

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from mlkaps_gpu._files import write_atomically
 from mlkaps_gpu.campaign import Campaign, CampaignError
 from mlkaps_gpu.executors import kernel_tuner_cache
 from mlkaps_gpu.space import parse_value
@@ -102,10 +101,7 @@ def run(args: argparse.Namespace) -> int:
     )
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.")
-    with os.fdopen(handle, "w", encoding="utf-8") as stream:
-        json.dump(document, stream, indent=1)
-    os.replace(temporary, out)
+    write_atomically(out, json.dumps(document, indent=1), mode=0o600)  # as mkstemp made it
     if not getattr(args, "quiet", False):
         print(f"{len(document['cache'])} configurations written to {out}")
     return 0

@@ -21,12 +21,12 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
-import os
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from mlkaps_gpu._files import write_atomically
 from mlkaps_gpu.campaign import CampaignError, ReadOnlyCampaign
 
 _C_TYPES = {"int": "long long", "float": "double", "bool": "int", "categorical": "int"}
@@ -159,9 +159,7 @@ class HeaderFunction:
             "inputs": [_describe(p) for p in compiled.model.inputs],
             "design": [_describe(p) for p in compiled.model.design],
         }
-        temporary = record.with_name(f"{record.name}.{os.getpid()}.tmp")
-        temporary.write_text(json.dumps(manifest, indent=1), encoding="utf-8")
-        os.replace(temporary, record)
+        write_atomically(record, json.dumps(manifest, indent=1))
         return cls(compiled.module, compiled.function, manifest["inputs"], manifest["design"])
 
     def __call__(self, rows: Sequence[Mapping[str, str]]) -> list[dict[str, Any]]:

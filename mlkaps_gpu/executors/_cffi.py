@@ -62,6 +62,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from mlkaps_gpu._files import write_atomically
+
 from ._base import COMPILE_ERROR, INVALID, OK, Executor, ExecutorError, encode_times
 from ._python_loader import load_function, resolve_reference
 from ._timing import TimingPolicy, median
@@ -230,7 +232,7 @@ class ModuleCache:
         if failure.is_file():
             with self._lock:
                 self.hits += 1
-            return CompileResult(name, None, failure.read_text(), True)
+            return CompileResult(name, None, failure.read_text(encoding="utf-8"), True)
         self.cache_dir.mkdir(parents=True, exist_ok=True)
         with self._lock:
             self.compiles += 1
@@ -241,9 +243,7 @@ class ModuleCache:
             error, remember = self._compile(c_file, out, macros, Path(work))
             if error is not None:
                 if remember:
-                    tmp_fail = Path(work) / "error.txt"
-                    tmp_fail.write_text(error)
-                    os.replace(tmp_fail, failure)
+                    write_atomically(failure, error)
                 return CompileResult(name, None, error, False)
             os.replace(out, target)
         return CompileResult(name, str(target), None, False)

@@ -17,8 +17,8 @@ returns ``None`` after saying why in the log, once, and the surrogate predicts w
 
 from __future__ import annotations
 
+import io
 import logging
-import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from mlkaps_gpu import user_cache
+from mlkaps_gpu._files import write_atomically
 from mlkaps_gpu.surrogate._forest import (
     ForestTables,
     UnsupportedModelError,
@@ -334,9 +335,9 @@ def _cached_tables(model_text: str, cache_dir: str | Path | None) -> ForestTable
         except (OSError, ValueError, KeyError):
             log.info("%s: unreadable cached tables, rebuilding them", path)
     tables = read_tables(model_text)
-    temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    tables.save(temporary)
-    os.replace(temporary, path)
+    buffer = io.BytesIO()
+    tables.save(buffer)
+    write_atomically(path, buffer.getvalue())
     return tables
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
@@ -93,13 +94,15 @@ class ForestTables:
     def n_trees(self) -> int:
         return len(self.node_offsets) - 1
 
-    def save(self, path: str | Path) -> None:
-        """Write the tables as an uncompressed ``.npz`` (read back by :meth:`load`)."""
+    def save(self, path: str | Path | BinaryIO) -> None:
+        """Write the tables as an uncompressed ``.npz`` (read back by :meth:`load`) to a
+        path (written as named: no ``.npz`` added) or an open binary file."""
+        if isinstance(path, (str, Path)):
+            with open(path, "wb") as handle:
+                self.save(handle)
+            return
         arrays = {name: getattr(self, name) for name in _ARRAYS}
-        with open(path, "wb") as handle:
-            np.savez(
-                handle, **arrays, n_features=np.int64(self.n_features), digest=np.str_(self.digest)
-            )
+        np.savez(path, **arrays, n_features=np.int64(self.n_features), digest=np.str_(self.digest))
 
     @classmethod
     def load(cls, path: str | Path) -> ForestTables:
