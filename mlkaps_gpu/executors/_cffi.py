@@ -63,11 +63,12 @@ import numpy as np
 import pandas as pd
 
 from mlkaps_gpu._files import write_atomically
+from mlkaps_gpu._numbers import plain
 
 from ._base import COMPILE_ERROR, INVALID, OK, Executor, ExecutorError, encode_times
 from ._python_loader import load_function, resolve_reference
 from ._timing import TimingPolicy, median
-from ._worker_api import KernelCall, plain, split_prototype
+from ._worker_api import KernelCall, split_prototype
 from ._worker_handle import WorkerHandle
 
 #: Bumped whenever the generated glue changes, so stale cached modules are not reused.

@@ -33,9 +33,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from mlkaps_gpu._numbers import plain
+
 from ._base import INVALID, OK, RUNTIME_ERROR, TIMEOUT, Executor, ExecutorError, encode_times
 from ._timing import median
-from ._worker_api import plain
 from ._worker_handle import describe_exit
 
 _FIELD = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}|[{}]")

@@ -28,6 +28,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from mlkaps_gpu._numbers import plain
+
 from ._base import INVALID, OK, Executor, ExecutorError, encode_times
 from ._cffi import macro_text, read_source
 from ._timing import TimingPolicy, collect_times, median, summarize
@@ -36,7 +38,6 @@ from ._worker_api import (
     KernelCall,
     input_seed,
     overwritten_positions,
-    plain,
     split_prototype,
 )
 from ._worker_handle import WorkerHandle

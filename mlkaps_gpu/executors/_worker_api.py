@@ -42,7 +42,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
+from mlkaps_gpu._numbers import plain
 
 
 @dataclass(frozen=True)
@@ -155,13 +155,6 @@ def overwritten_positions(call: KernelCall, names: Sequence[str]) -> list[int]:
                 raise ValueError(f"overwritten argument position {item} is out of range")
             positions.append(int(item))
     return positions
-
-
-def plain(value: Any) -> Any:
-    """numpy scalars to Python scalars (for pickling, hashing and formatting)."""
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
 
 
 def input_seed(seed: int, inputs: Mapping[str, Any]) -> int:
