@@ -196,8 +196,10 @@ def run_replay_project(
     budget: int,
     seed: int,
     workdir: Path,
+    max_configs: int | None = None,
 ) -> np.ndarray:
-    """A campaign on the replay configuration at budget B; its header's answers."""
+    """A campaign on the replay configuration at budget B (``[trees] max_configs`` set where
+    given); its header's answers."""
     from bench_peers import to_toml
 
     import mlkaps_gpu
@@ -206,9 +208,14 @@ def run_replay_project(
     data = copy.deepcopy(replay[0])
     data.setdefault("campaign", {})["seed"] = seed
     data.setdefault("sampling", {})["budget"] = budget
+    if max_configs is not None:
+        data.setdefault("trees", {})["max_configs"] = max_configs
     text = to_toml(data)
     workdir.mkdir(parents=True, exist_ok=True)
-    path = workdir / f"{case}_B{budget}_s{seed}.toml"
+    path = (
+        workdir
+        / f"{case}_B{budget}_s{seed}{'' if max_configs is None else f'_k{max_configs}'}.toml"
+    )
     path.write_text(text)
     config = mlkaps_gpu.parse_config(text, path=replay[1], label=replay[1].name)
     campaign = mlkaps_gpu.tune(config, out=workdir / path.stem)
@@ -229,6 +236,7 @@ def bench_replay(
     workdir: Path,
     *,
     project: bool = True,
+    max_configs: int | None = None,
 ) -> tuple[list[dict], dict[str, np.ndarray], Truth, list[str]]:
     """Rows of every tool at every share; per-point fractions (mean over seeds) at the largest
     share for the figure; the truth; notes."""
@@ -292,6 +300,11 @@ def bench_replay(
                     **by_tool,
                 }
                 seconds[HEADER] = time.perf_counter() - tuning
+                if max_configs is not None:
+                    bounded = f"{HEADER} (max_configs = {max_configs})"
+                    by_tool[bounded] = run_replay_project(
+                        case, replay, truth, budget, seed, workdir, max_configs
+                    )
             for tool, chosen in by_tool.items():
                 fractions = point_fractions(truth, chosen)
                 rows.append(
@@ -528,6 +541,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--skip-project", action="store_true", help="peers only (no campaign of the project)"
     )
     parser.add_argument(
+        "--max-configs",
+        type=int,
+        default=None,
+        help="replay cases: also a project row with [trees] max_configs set to this",
+    )
+    parser.add_argument(
         "--workdir", type=Path, default=None, help="campaign folders (default: temporary)"
     )
     args = parser.parse_args(argv)
@@ -551,7 +570,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             job: Callable[[], tuple]
             if case in AH_FILES:
                 path = data_root(parser) / AH_FILES[case]
-                job = partial(bench_replay, case, path, seeds, shares, workdir, project=project)
+                job = partial(
+                    bench_replay,
+                    case,
+                    path,
+                    seeds,
+                    shares,
+                    workdir,
+                    project=project,
+                    max_configs=args.max_configs,
+                )
             else:
                 job = partial(measured_job, case, args, seeds, passes, workdir, recorded)
             jobs.append((case, job))
@@ -560,7 +588,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                 parser.error(f"--data {path}: no such file")
             case = path.name.split(".")[0]
             jobs.append(
-                (case, partial(bench_replay, case, path, seeds, shares, workdir, project=project))
+                (
+                    case,
+                    partial(
+                        bench_replay,
+                        case,
+                        path,
+                        seeds,
+                        shares,
+                        workdir,
+                        project=project,
+                        max_configs=args.max_configs,
+                    ),
+                )
             )
         for case, job in jobs:
             started = time.perf_counter()
