@@ -1,37 +1,54 @@
 """Short human summaries of a campaign's stages (``--json`` prints the raw dictionaries).
 
-Every text is wrapped at word boundaries to the terminal's width (``COLUMNS`` or the terminal;
-:data:`WIDTH` when neither says), its continuation lines indented under the first line's text:
-no line is cut mid-word.
+On a terminal, every text is wrapped at word boundaries to its width (``COLUMNS``, else the
+terminal's size), continuation lines indented under the first line's text: no line is cut
+mid-word. Output that goes to no terminal (a pipe, a log file) is not wrapped: one line per
+summary, as a log reader greps it (``COLUMNS`` alone does not count: a child of a program
+that loaded readline inherits one without having a terminal).
 """
 
 from __future__ import annotations
 
-import shutil
+import os
+import sys
 import textwrap
 from collections.abc import Mapping
 from typing import Any
 
-#: Width used when neither ``COLUMNS`` nor a terminal gives one.
-WIDTH = 100
 #: Narrowest width wrapped to (a tiny terminal still gets whole words).
 MIN_WIDTH = 40
 #: The stage name's column.
 _LABEL = 14
 
 
-def terminal_width() -> int:
-    """The width to wrap to: ``COLUMNS``, else the terminal's, else :data:`WIDTH`."""
-    return max(MIN_WIDTH, shutil.get_terminal_size((WIDTH, 24)).columns)
+def terminal_width() -> int | None:
+    """The width to wrap to when stdout or stderr is a terminal: ``COLUMNS``, else the
+    terminal's; None when neither is a terminal (nothing to fit)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if not stream.isatty():
+                continue
+            columns = os.environ.get("COLUMNS", "")
+            if columns.isdigit() and int(columns) > 0:
+                return max(MIN_WIDTH, int(columns))
+            return max(MIN_WIDTH, os.get_terminal_size(stream.fileno()).columns)
+        except (AttributeError, OSError, ValueError):
+            continue
+    return None
 
 
 def wrap(text: str, *, width: int | None = None, first: str = "", indent: int = 0) -> str:
     """``text`` after ``first`` (a prefix such as a stage name) wrapped at word boundaries to
-    ``width`` (default: :func:`terminal_width`) columns, continuation lines indented by
-    ``indent`` spaces. A word longer than a line stays whole on a line of its own."""
+    ``width`` (default: :func:`terminal_width`; one line where that is None) columns,
+    continuation lines indented by ``indent`` spaces. A word longer than a line stays whole on
+    a line of its own."""
+    flat = " ".join(text.split())
+    width = width or terminal_width()
+    if width is None:
+        return first + flat
     return textwrap.fill(
-        " ".join(text.split()),
-        width=width or terminal_width(),
+        flat,
+        width=width,
         initial_indent=first,
         subsequent_indent=" " * indent,
         break_long_words=False,

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pytest
 
+from mlkaps_gpu.cli import _summary as summary
 from mlkaps_gpu.cli import main
 from mlkaps_gpu.cli._summary import WARNING_PREFIX, interference_warnings, stage_line, wrap
 
@@ -37,10 +39,28 @@ def test_stage_line_wraps_at_words_within_the_width(width: int) -> None:
     assert (len(lines) > 1) == (width < len(stage_line("trees", TREES, width=10_000)))
 
 
-def test_the_width_comes_from_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+class Terminal(io.StringIO):
+    """A stream that says it is a terminal."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_on_a_terminal_the_width_comes_from_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("sys.stdout", Terminal())
     monkeypatch.setenv("COLUMNS", "50")
     lines = stage_line("trees", TREES).splitlines()
     assert len(lines) > 2 and max(len(line) for line in lines) <= 50
+
+
+def test_no_terminal_no_wrapping(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Piped to a file or a log: one line per summary, whatever COLUMNS says (a child of a
+    process that loaded readline inherits COLUMNS without a terminal)."""
+    monkeypatch.setenv("COLUMNS", "50")
+    monkeypatch.setattr("sys.stdout", io.StringIO())
+    monkeypatch.setattr("sys.stderr", io.StringIO())
+    text = stage_line("trees", TREES)
+    assert "\n" not in text and text.startswith("trees:        joint tree")
 
 
 def test_a_word_longer_than_the_line_stays_whole() -> None:
@@ -77,7 +97,7 @@ def test_tune_prints_no_line_wider_than_the_terminal(
     shapes_table(n_points=20).to_csv(table, index=False)
     config = tmp_path / "case.toml"
     config.write_text(config_text(table, method="random", budget=40), encoding="utf-8")
-    monkeypatch.setenv("COLUMNS", "64")
+    monkeypatch.setattr(summary, "terminal_width", lambda: 64)  # a terminal 64 wide
     monkeypatch.chdir(tmp_path)  # "header: run/table.h", not a long temporary path
     assert main(["tune", str(config), "--out", "run"]) == 0
     out = capsys.readouterr().out
