@@ -25,6 +25,8 @@ BEST_SO_FAR_LINES = 8
 PARALLEL_LINES = 2000
 #: Most points drawn as bars when no input is numeric.
 BAR_POINTS = 40
+#: Most configurations named in a legend or on an axis (the most shipped ones).
+LEGEND_ENTRIES = 12
 
 
 def shipped_map(
@@ -51,8 +53,10 @@ def shipped_map(
     """
     plt = _pyplot()
     shown = _map_inputs(points, space.input_names)
-    names = list(dict.fromkeys(labels))
-    codes = np.array([names.index(label) for label in labels])
+    # C1, C2, ... C10 in their numeric order (C1: the most shipped)
+    names = sorted(set(labels), key=lambda label: (len(label), label))
+    code_of = {name: code for code, name in enumerate(names)}
+    codes = np.array([code_of[label] for label in labels], dtype=np.int64)
     colours = plt.get_cmap("tab20" if len(names) > 10 else "tab10")
     panels = 2 if speedup is None else 3
     if len(shown) == 2:
@@ -62,8 +66,9 @@ def shipped_map(
         x, y = points[shown[0]].to_numpy(), points[shown[1]].to_numpy()
         for code, name in enumerate(names):
             rows = codes == code
+            named = name if code < LEGEND_ENTRIES else "_nolegend_"  # the most shipped only
             axes[0, 0].scatter(
-                x[rows], y[rows], color=colours(code % 20), marker="s", s=50, label=name
+                x[rows], y[rows], color=colours(code % 20), marker="s", s=50, label=named
             )
         axes[0, 0].legend(fontsize=7, ncol=2, title="configuration", title_fontsize=7)
         from matplotlib.colors import LogNorm, Normalize
@@ -100,7 +105,8 @@ def shipped_map(
         for code in range(len(names)):
             rows = codes == code
             axes[0, 0].scatter(x[rows], codes[rows], color=colours(code % 20), s=30, zorder=3)
-        axes[0, 0].set_yticks(range(len(names)), names)
+        step = max(1, len(names) // LEGEND_ENTRIES)  # at most about a dozen names on the axis
+        axes[0, 0].set_yticks(range(0, len(names), step), names[::step])
         axes[0, 0].set_ylabel("shipped configuration")
         axes[1, 0].plot(x[order], fraction[order], marker="o", markersize=3, color="#2166ac")
         axes[1, 0].set_ylim(min(0.0, float(np.nanmin(fraction, initial=1.0))), 1.05)

@@ -32,6 +32,8 @@ from mlkaps_gpu.validation._report_page import (
 
 #: Rows of the per-point table shown in the page (all of them are in the CSV download).
 SHIPPED_ROWS = 60
+#: Rows of the configurations table shown (the most shipped ones).
+SHARE_ROWS = 30
 #: More design parameters than this: the configurations table is transposed and the per-point
 #: table holds a configuration's parameters in one cell.
 WIDE_DESIGN = 5
@@ -49,10 +51,6 @@ def objective_unit(campaign: Campaign) -> str | None:
     if executor == "replay" and kernel.get("format", "kernel_tuner") in ("kernel_tuner", "t4"):
         return "ms"
     return None
-
-
-def _signed(values: np.ndarray, maximize: bool) -> np.ndarray:
-    return -values if maximize else values
 
 
 def _configuration_times(
@@ -93,13 +91,15 @@ def shipped_points(
     answers = campaign.load_selector().select(inputs).reset_index(drop=True)
     out = pd.concat([inputs, answers[space.design_names]], axis=1)
     design_keys = out[space.design_names].astype(str).agg(" ".join, axis=1)
-    order = design_keys.value_counts(sort=True).index  # most shipped first (stable for ties)
-    names = {key: f"C{index + 1}" for index, key in enumerate(order)}
+    # the most shipped first; ties in the order the grid meets them
+    counts = design_keys.value_counts(sort=False).sort_values(ascending=False, kind="stable")
+    names = {key: f"C{index + 1}" for index, key in enumerate(counts.index)}
     out.insert(len(space.input_names), "configuration", design_keys.map(names))
     regret = pd.to_numeric(optima["header_regret"], errors="coerce").to_numpy(dtype=np.float64)
     best_measured = optima[f"best_measured_{objective}"].to_numpy(dtype=np.float64)
     best_known = optima[f"best_known_{objective}"].to_numpy(dtype=np.float64)
-    best = -np.fmin(-best_measured, -best_known) if maximize else np.fmin(best_measured, best_known)
+    # the reference of header_regret: the better of the best measured and the best estimate
+    best = np.fmax(best_measured, best_known) if maximize else np.fmin(best_measured, best_known)
     header = optima[f"header_measured_{objective}"].to_numpy(dtype=np.float64)
     measured = np.isfinite(header)
     implied = best * (1.0 - regret) if maximize else best * (1.0 + regret)
@@ -127,7 +127,9 @@ def configuration_shares(points: pd.DataFrame, design: list[str]) -> pd.DataFram
     table = grouped[design].first()
     table["input values"] = grouped.size()
     table["share"] = [percent(n / len(points)) for n in table["input values"]]
-    table["fraction of the best known (geomean)"] = np.exp(grouped["_log_fraction"].mean())
+    table["fraction of the best known (geomean)"] = [
+        f"{value:.3f}" for value in np.exp(grouped["_log_fraction"].mean())
+    ]
     table = table.reset_index()
     order = table["configuration"].str[1:].astype(int).argsort(kind="stable")
     return table.iloc[order].reset_index(drop=True)
@@ -225,9 +227,9 @@ def _lead(
             )
     else:
         lines.append(
-            "No default or expert to compare with: the kernel has none; `mlkaps-gpu report "
-            "DIR --reference name=value,...` (or expert, a CSV table, a callable) adds the "
-            "speed-up over it."
+            "No default or expert to compare with: the kernel has none. mlkaps-gpu report DIR "
+            "--reference name=value,... (or a CSV table, a module:function) adds the speed-up "
+            "over it."
         )
     return lines
 
@@ -248,12 +250,9 @@ def shipped_section(
     from mlkaps_gpu import analysis
 
     page.heading("What ships, what it gains, how sure it is")
-    optima_path = campaign.directory / "optima.csv"
-    if (
-        verification is None
-        or not optima_path.exists()
-        or not (campaign.directory / "selector.json").is_file()
-    ):
+    folder = campaign.directory
+    ready = (folder / "optima.csv").is_file() and (folder / "selector.json").is_file()
+    if verification is None or not ready:
         page.paragraph("No header yet (the trees stage has not run).")
         return
     optima = campaign.load_optima()
@@ -266,6 +265,14 @@ def shipped_section(
     space = campaign.space
     inputs, design = space.input_names, space.design_names
     shares = configuration_shares(points, design)
+    if len(shares) > SHARE_ROWS:
+        rest = shares.iloc[SHARE_ROWS:]["input values"].sum()
+        page.paragraph(
+            f"The {SHARE_ROWS} most shipped of {len(shares)} configurations; the other "
+            f"{len(shares) - SHARE_ROWS} ship at {rest} input values (in the CSV below).",
+            "note",
+        )
+        shares = shares.head(SHARE_ROWS)
     if len(design) > WIDE_DESIGN and len(shares) <= 12:
         shares = _transposed(shares)
     page.table(shares, name="configurations")

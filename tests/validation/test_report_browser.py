@@ -9,8 +9,8 @@ import base64
 import io
 import json
 import os
+import re
 import subprocess
-from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -21,6 +21,7 @@ import pytest
 from mlkaps_gpu.campaign import Campaign, load_config, parse_config
 from mlkaps_gpu.cli._demo import DEMO_CONFIG, DEMO_DEFAULT
 from mlkaps_gpu.validation import write_report
+from mlkaps_gpu.validation._report_shipped import SHIPPED_ROWS
 
 CHROMIUM = Path("/usr/bin/chromium")
 FLAGS = (
@@ -119,7 +120,7 @@ def table_frame(rows: list[list[str]]) -> pd.DataFrame:
 
 # ---------------------------------------------------------------------------------- campaigns
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Campaign, Path]]:
+def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Campaign, Path]:
     """The demo (budget 40), its report with the speed-up over the demo's fixed default."""
     folder = tmp_path_factory.mktemp("demo")
     text = DEMO_CONFIG.replace("budget = 240", "budget = 40")
@@ -129,7 +130,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Campaign, P
     campaign.close()
     reference = ",".join(f"{k}={v}" for k, v in DEMO_DEFAULT.items())
     path = write_report(folder / "run", folds=2, reference=reference)
-    yield Campaign.open(folder / "run"), path
+    return Campaign.open(folder / "run"), path
 
 
 @pytest.fixture(scope="module")
@@ -138,8 +139,8 @@ def table_replay(tmp_path_factory: pytest.TempPathFactory) -> tuple[Campaign, Pa
 
     folder = tmp_path_factory.mktemp("table")
     table = folder / "shapes.csv"
-    shapes_table(n_points=40).to_csv(table, index=False)
-    campaign = make_campaign(folder, config_text(table, method="random", budget=60))
+    shapes_table(n_points=100).to_csv(table, index=False)  # more shapes than the page lists
+    campaign = make_campaign(folder, config_text(table, method="random", budget=150))
     campaign.run()
     campaign.close()
     return Campaign.open(folder / "run"), write_report(folder / "run", folds=2)
@@ -243,12 +244,21 @@ def test_first_section_shows_configuration_fraction_and_speedup(
 
 
 def test_first_section_reads_the_table_replay(table_replay: tuple[Campaign, Path]) -> None:
-    """Categorical and numeric inputs, no reference: the configurations and fractions, and a
-    sentence saying how to add a reference."""
+    """Categorical and numeric inputs, no reference, more shapes than the page lists: the
+    worst SHIPPED_ROWS shapes in the page, every shape in the CSV download, and a sentence
+    saying how to add a reference."""
     campaign, page = table_replay
     text = page.read_text(encoding="utf-8")
+    optima = campaign.load_optima()
+    assert len(optima) > SHIPPED_ROWS
     shipped = table_frame(parse(text).tables["shipped"])
-    assert len(shipped) == len(campaign.load_optima())
+    assert len(shipped) == SHIPPED_ROWS
+    fractions = shipped["fraction of the best known"].astype(float)
+    (link,) = re.findall(r'href="data:text/csv;base64,([^"]+)" download="([^"]+)"', text)
+    assert link[1] == "shipped_per_input.csv"
+    every = pd.read_csv(io.StringIO(base64.b64decode(link[0]).decode("utf-8")))
+    assert len(every) == len(optima) and set(every["m"]) == set(optima["m"])
+    assert fractions.max() <= np.sort(every["fraction_of_best_known"])[SHIPPED_ROWS - 1] + 6e-4
     assert {"m", "n", "dtype", "configuration", "block", "warps"} <= set(shipped.columns)
     assert shipped["fraction of the best known"].astype(float).between(0, 1).all()
     assert not any(column.startswith("speed-up") for column in shipped.columns)
