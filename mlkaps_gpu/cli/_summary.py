@@ -2,9 +2,10 @@
 
 On a terminal, every text is wrapped at word boundaries to its width (``COLUMNS``, else the
 terminal's size), continuation lines indented under the first line's text: no line is cut
-mid-word. Output that goes to no terminal (a pipe, a log file) is not wrapped: one line per
-summary, as a log reader greps it (``COLUMNS`` alone does not count: a child of a program
-that loaded readline inherits one without having a terminal).
+mid-word. Off a terminal (a pipe, a log file) the stage summaries are wrapped at words to
+:data:`PIPE_WIDTH` and each warning stays on one line, as a log reader greps it (``COLUMNS``
+alone does not count: a child of a program that loaded readline inherits one without having a
+terminal).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from typing import Any
 MIN_WIDTH = 40
 #: The stage name's column.
 _LABEL = 14
+#: Width of the stage summaries off a terminal (the length they were cut at before).
+PIPE_WIDTH = 118
 
 
 def terminal_width() -> int | None:
@@ -124,7 +127,7 @@ _FORMATS = {
 
 def stage_line(stage: str, details: Mapping[str, Any], *, width: int | None = None) -> str:
     """A stage's summary after its aligned name, wrapped at words to ``width`` (default: the
-    terminal's) with continuation lines aligned under the text."""
+    terminal's, else :data:`PIPE_WIDTH`) with continuation lines aligned under the text."""
     format_ = _FORMATS.get(stage)
     body = (
         format_(details)
@@ -133,6 +136,7 @@ def stage_line(stage: str, details: Mapping[str, Any], *, width: int | None = No
             f"{k} {_number(v)}" for k, v in details.items() if not isinstance(v, Mapping | list)
         )
     )
+    width = width or terminal_width() or PIPE_WIDTH
     return wrap(body, width=width, first=f"{stage + ':':<{_LABEL}}", indent=_LABEL)
 
 

@@ -9,7 +9,13 @@ import pytest
 
 from mlkaps_gpu.cli import _summary as summary
 from mlkaps_gpu.cli import main
-from mlkaps_gpu.cli._summary import WARNING_PREFIX, interference_warnings, stage_line, wrap
+from mlkaps_gpu.cli._summary import (
+    PIPE_WIDTH,
+    WARNING_PREFIX,
+    interference_warnings,
+    stage_line,
+    wrap,
+)
 
 TREES = {
     "mode": "joint",
@@ -53,14 +59,30 @@ def test_on_a_terminal_the_width_comes_from_columns(monkeypatch: pytest.MonkeyPa
     assert len(lines) > 2 and max(len(line) for line in lines) <= 50
 
 
-def test_no_terminal_no_wrapping(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Piped to a file or a log: one line per summary, whatever COLUMNS says (a child of a
-    process that loaded readline inherits COLUMNS without a terminal)."""
+def test_off_a_terminal_summaries_keep_118_columns_and_warnings_one_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Piped to a file or a log, whatever COLUMNS says (a child of a process that loaded
+    readline inherits COLUMNS without a terminal): summaries wrapped at words to 118 columns,
+    each warning on one line."""
     monkeypatch.setenv("COLUMNS", "50")
     monkeypatch.setattr("sys.stdout", io.StringIO())
     monkeypatch.setattr("sys.stderr", io.StringIO())
-    text = stage_line("trees", TREES)
-    assert "\n" not in text and text.startswith("trees:        joint tree")
+    long = {**TREES, "header": "a_header_with_a_rather_long_prefix_for_this_library.h"}
+    text = stage_line("trees", long)
+    assert len(text) > PIPE_WIDTH and "\n" in text
+    assert all(len(line) <= PIPE_WIDTH for line in text.splitlines())
+    assert words(text) == words(stage_line("trees", long, width=10_000))
+    record = {
+        "sustained": True,
+        "disturbed": 6,
+        "measurements": 6,
+        "share": 1.0,
+        "median_other_cores": 1.0,
+        "threshold_cores": 0.5,
+    }
+    (warning,) = interference_warnings(record)
+    assert "\n" not in warning and len(warning) > 118
 
 
 def test_a_word_longer_than_the_line_stays_whole() -> None:
