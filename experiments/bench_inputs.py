@@ -566,20 +566,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         workdir = args.workdir or Path(scratch)
         project = not args.skip_project
         jobs: list[tuple[str, Callable[[], tuple]]] = []
+
+        def replay_job(case: str, path: Path) -> Callable[[], tuple]:
+            return partial(
+                bench_replay,
+                case,
+                path,
+                seeds,
+                shares,
+                workdir,
+                project=project,
+                max_configs=args.max_configs,
+            )
+
         for case in cases:
             job: Callable[[], tuple]
             if case in AH_FILES:
-                path = data_root(parser) / AH_FILES[case]
-                job = partial(
-                    bench_replay,
-                    case,
-                    path,
-                    seeds,
-                    shares,
-                    workdir,
-                    project=project,
-                    max_configs=args.max_configs,
-                )
+                job = replay_job(case, data_root(parser) / AH_FILES[case])
             else:
                 job = partial(measured_job, case, args, seeds, passes, workdir, recorded)
             jobs.append((case, job))
@@ -587,21 +590,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if not path.is_file():
                 parser.error(f"--data {path}: no such file")
             case = path.name.split(".")[0]
-            jobs.append(
-                (
-                    case,
-                    partial(
-                        bench_replay,
-                        case,
-                        path,
-                        seeds,
-                        shares,
-                        workdir,
-                        project=project,
-                        max_configs=args.max_configs,
-                    ),
-                )
-            )
+            jobs.append((case, replay_job(case, path)))
         for case, job in jobs:
             started = time.perf_counter()
             rows, curves, truth, notes = job()
