@@ -211,13 +211,18 @@ class ListedRows:
     ) -> np.ndarray:
         """``n`` point ids drawn uniformly among the points with a listed design (and, with
         ``allowed``, among those it marks)."""
+        _, choices = self._usable(allowed)
+        return choices[rng.integers(len(choices), size=n)]
+
+    def _usable(self, allowed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """The mask of points with a listed design (within ``allowed``) and their ids."""
         usable = self.counts > 0
         if allowed is not None:
             usable &= allowed
         choices = np.flatnonzero(usable)
         if len(choices) == 0:
             raise SpaceError("no recorded input point has a listed configuration")
-        return choices[rng.integers(len(choices), size=n)]
+        return usable, choices
 
     def nearest_points(
         self, unit: np.ndarray, parameters: Sequence[Parameter], allowed: np.ndarray | None = None
@@ -226,12 +231,7 @@ class ListedRows:
         ``Parameter.from_unit``) to each row of ``unit`` (columns in ``parameters`` order)."""
         from scipy.spatial import cKDTree
 
-        usable = self.counts > 0
-        if allowed is not None:
-            usable &= allowed
-        choices = np.flatnonzero(usable)
-        if len(choices) == 0:
-            raise SpaceError("no recorded input point has a listed configuration")
+        usable, choices = self._usable(allowed)
         key = hash(usable.tobytes())  # the tree over these points is built once
         if self._tree is None or self._tree[0] != (key, len(choices)):
             coordinates = np.column_stack(
