@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,19 +13,12 @@ from .conftest import write_config
 
 distributed = pytest.importorskip("distributed")
 
+from .test_distributed import scheduler  # noqa: E402, F401, F811  (its running scheduler)
+
 FAILING = """
 def always_fails(row):
     raise RuntimeError("the device is not there")
 """
-
-
-@pytest.fixture(scope="module")
-def scheduler() -> Iterator[str]:
-    cluster = distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=False, protocol="tcp", dashboard_address=":0"
-    )
-    yield cluster.scheduler_address
-    cluster.close()
 
 
 def _stored(out: Path) -> int:
@@ -36,7 +28,11 @@ def _stored(out: Path) -> int:
 
 @pytest.mark.parametrize(("limit", "expected"), [("", 20), ("stop_after_failures = 8\n", 8)])
 def test_a_kernel_that_always_fails_stops_early_on_dask(
-    scheduler: str, kernel_path: Path, tmp_path: Path, limit: str, expected: int
+    scheduler: str,  # noqa: F811 (the fixture imported above)
+    kernel_path: Path,
+    tmp_path: Path,
+    limit: str,
+    expected: int,
 ) -> None:
     (kernel_path / "failing_kernel.py").write_text(FAILING)
     config = write_config(kernel_path, budget=400, batch=4, name="dask.toml")
