@@ -25,6 +25,7 @@ import logging
 import shutil
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -75,15 +76,7 @@ from mlkaps_gpu.campaign._store import SampleStore, StoreError
 from mlkaps_gpu.codegen import boundary_inputs, render_header, verify_header
 from mlkaps_gpu.executors import ExternalExecutor
 from mlkaps_gpu.optimize import GridOptimizer
-from mlkaps_gpu.sampling import (
-    SAMPLERS,
-    BayesianSampler,
-    Exploiter,
-    GAAdaptiveSampler,
-    HVSrSampler,
-    HVSSampler,
-    Sampler,
-)
+from mlkaps_gpu.sampling import SAMPLERS, Exploiter, Sampler, SamplerParts
 from mlkaps_gpu.space import Space, SpaceError
 from mlkaps_gpu.surrogate import BootstrapEnsemble, LightGBMSurrogate
 from mlkaps_gpu.trees import RegretOracle, Selector, fit_selector, tool_versions
@@ -430,40 +423,25 @@ class Campaign:
         asking, so a resumed campaign draws what an uninterrupted one would have drawn. Call it
         directly to drive a sampler of the campaign's configuration yourself.
         """
-        options = self.config.sampling
-        if options.method == "ga_adaptive":
-            objective = self.setup.objectives[0]
+        parts = SamplerParts(
+            seed=self.config.seed,
+            budget=self.sampling_budget,
+            objective=self.setup.objectives[0],
+            maximize=self.setup.directions[0] == "maximize",
+        )
+        method = self.config.sampling.method
+        if SAMPLERS[method].uses_campaign_data:
             transfer = self.transfer_samples()
             grid = self.grid()
-            return GAAdaptiveSampler(
-                self.sampling_space,
-                seed=self.config.seed,
-                budget=self.sampling_budget,
-                objective=objective,
-                maximize=self.setup.directions[0] == "maximize",
-                bootstrap=options.bootstrap,
-                eps_initial=options.eps_initial,
-                eps_final=options.eps_final,
-                sub_sampler=options.sub_sampler,
+            parts = replace(
+                parts,
                 model_factory=lambda: self._ensemble_model(),
                 points=grid if 0 < len(grid) <= _EXPLOIT_GRID_LIMIT else None,
                 feature_space=self.space,
                 extra_training=transfer if len(transfer) else None,
                 warm_start=self.config.transfer_warm_start if len(transfer) else 0.0,
             )
-        if options.method in ("hvs", "hvsr"):
-            kind = HVSSampler if options.method == "hvs" else HVSrSampler
-            return kind(
-                self.sampling_space, seed=self.config.seed, objective=self.setup.objectives[0]
-            )
-        if options.method == "bayes":
-            return BayesianSampler(
-                self.sampling_space,
-                seed=self.config.seed,
-                objective=self.setup.objectives[0],
-                maximize=self.setup.directions[0] == "maximize",
-            )
-        return SAMPLERS[options.method](self.sampling_space, seed=self.config.seed)
+        return Sampler.from_settings(self.config.sampling, self.sampling_space, parts)
 
     def _resumed_sampler(self) -> tuple[Sampler, int]:
         """A new sampler (:meth:`make_sampler`) told every stored measurement and continuing as

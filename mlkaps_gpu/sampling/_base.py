@@ -2,7 +2,9 @@
 
 Life cycle (driven by the campaign loop, which owns the budget):
 
-1. ``sampler = SomeSampler(space, seed=...)``;
+1. ``sampler = SomeSampler(space, seed=...)``, or ``Sampler.from_settings(settings, space, parts)``
+   (the campaign's way: the class of ``[sampling] method`` from the registry, built from the
+   settings and the :class:`SamplerParts` the campaign hands it);
 2. ``sampler.tell(rows, results)`` with every measurement already stored (on resume);
 3. repeatedly ``rows = sampler.ask(n)`` -> executor -> store -> ``sampler.tell(rows, results)``.
 
@@ -15,12 +17,45 @@ the same seed and the same history give the same rows.
 from __future__ import annotations
 
 import abc
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
 from mlkaps_gpu.space import Space
+
+if TYPE_CHECKING:
+    from mlkaps_gpu.sampling._settings import SamplingSettings
+
+
+@dataclass(frozen=True)
+class SamplerParts:
+    """What a campaign hands a sampler besides its ``[sampling]`` settings.
+
+    Attributes:
+        seed: seed of the sampler's random streams.
+        budget: measurements of the sampling stage (GA-Adaptive plans its phases on it).
+        objective: the primary objective.
+        maximize: whether the primary objective is maximized.
+        model_factory: a new (unfitted) bootstrapped ensemble (GA-Adaptive's model).
+        points: the input points to exploit at (GA-Adaptive; None: its own choice).
+        feature_space: the space whose features the models learn on (None: the sampler's).
+        extra_training: measurements of other campaigns added to every fit (GA-Adaptive).
+        warm_start: share of the budget first spent on ``extra_training``'s best (None: the
+            sampler's default).
+    """
+
+    seed: int = 0
+    budget: int = 1000
+    objective: str = "time"
+    maximize: bool = False
+    model_factory: Callable[[], Any] | None = None
+    points: pd.DataFrame | None = None
+    feature_space: Space | None = None
+    extra_training: pd.DataFrame | None = None
+    warm_start: float | None = None
 
 
 class SamplerError(RuntimeError):
@@ -35,6 +70,10 @@ class Sampler(abc.ABC):
         seed: seed of the sampler's random streams.
     """
 
+    #: Whether the sampler reads the grid and the transferred samples of :class:`SamplerParts`
+    #: (the campaign builds them only for a sampler that does).
+    uses_campaign_data: ClassVar[bool] = False
+
     def __init__(self, space: Space, *, seed: int = 0) -> None:
         self.space = space
         self.seed = int(seed)
@@ -43,6 +82,25 @@ class Sampler(abc.ABC):
         self._told: list[pd.DataFrame] = []
         self._history: pd.DataFrame | None = None
         self._finite_rows: pd.DataFrame | bool | None = None
+
+    @classmethod
+    def from_settings(
+        cls, settings: SamplingSettings, space: Space, parts: SamplerParts | None = None
+    ) -> Sampler:
+        """The sampler of ``settings.method`` (looked up in the registry,
+        :data:`~mlkaps_gpu.sampling.SAMPLERS`) over ``space``, built from the settings and
+        ``parts``."""
+        from mlkaps_gpu.sampling._registry import SAMPLERS
+
+        return SAMPLERS[settings.method].from_parts(space, parts or SamplerParts(), settings)
+
+    @classmethod
+    def from_parts(
+        cls, space: Space, parts: SamplerParts, settings: SamplingSettings | None = None
+    ) -> Sampler:
+        """This class built from ``parts`` (and the settings a sampler reads); a sampler
+        that takes more than a seed overrides it."""
+        return cls(space, seed=parts.seed)
 
     def _rng(self, salt: int = 0) -> np.random.Generator:
         return np.random.default_rng(np.random.SeedSequence([self.seed, self._n_asks, salt]))

@@ -38,18 +38,21 @@ Per batch:
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
 from scipy.stats import qmc
 from threadpoolctl import threadpool_limits
 
-from mlkaps_gpu.sampling._base import Sampler, _enumerate_valid_rows
+from mlkaps_gpu.sampling._base import Sampler, SamplerParts, _enumerate_valid_rows
 from mlkaps_gpu.sampling._hvs import unit_coordinates
 from mlkaps_gpu.sampling._random import LHSSampler
 from mlkaps_gpu.space import Space
 from mlkaps_gpu.surrogate import CandidateGaussianProcess, LightGBMSurrogate, acquisition_values
+
+if TYPE_CHECKING:
+    from mlkaps_gpu.sampling._settings import SamplingSettings
 
 BayesAcquisition = Literal["ei", "pi", "lcb", "multi", "advanced_multi"]
 BAYES_ACQUISITIONS: tuple[str, ...] = ("ei", "pi", "lcb", "multi", "advanced_multi")
@@ -131,6 +134,14 @@ class BayesianSampler(Sampler):
         required_improvement: relative margin of ``advanced_multi``'s comparisons.
         skip_after: rounds of evidence before a portfolio member is dropped or kept alone.
     """
+
+    @classmethod
+    def from_parts(
+        cls, space: Space, parts: SamplerParts, settings: SamplingSettings | None = None
+    ) -> Sampler:
+        """This sampler on the primary objective and its direction
+        (:meth:`Sampler.from_parts`)."""
+        return cls(space, seed=parts.seed, objective=parts.objective, maximize=parts.maximize)
 
     def __init__(
         self,

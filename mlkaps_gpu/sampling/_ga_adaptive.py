@@ -27,21 +27,19 @@ Proposals already measured are never measured again; every row is valid.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
-from mlkaps_gpu.sampling._base import Sampler
-from mlkaps_gpu.sampling._bayes import BayesianSampler
+from mlkaps_gpu.sampling._base import Sampler, SamplerParts
 from mlkaps_gpu.sampling._exploit import (
     Exploiter,
     ExploitSettings,
     finite_input_points,
     input_key,
 )
-from mlkaps_gpu.sampling._hvs import HVSrSampler, HVSSampler
-from mlkaps_gpu.sampling._random import LHSSampler, RandomSampler
+from mlkaps_gpu.sampling._random import LHSSampler
 from mlkaps_gpu.space import Space
 from mlkaps_gpu.surrogate import (
     BootstrapEnsemble,
@@ -50,8 +48,9 @@ from mlkaps_gpu.surrogate import (
     Surrogate,
 )
 
-#: Names of the sub-samplers GA-Adaptive builds itself.
-SUB_SAMPLERS: tuple[str, ...] = ("lhs", "random", "hvs", "hvsr", "bayes")
+if TYPE_CHECKING:
+    from mlkaps_gpu.sampling._settings import SamplingSettings
+
 #: Default share of the budget sampled by LHS before any exploitation.
 DEFAULT_BOOTSTRAP = 0.2
 #: Default exploitation shares right after the bootstrap and at the end of the budget (MLKAPS
@@ -97,6 +96,37 @@ class GAAdaptiveSampler(Sampler):
         warm_start: fraction of the budget spent first on the configurations that did best in
             ``extra_training`` (default: 0.2 with ``extra_training``, else 0).
     """
+
+    uses_campaign_data = True
+
+    @classmethod
+    def from_parts(
+        cls, space: Space, parts: SamplerParts, settings: SamplingSettings | None = None
+    ) -> Sampler:
+        """GA-Adaptive from ``[sampling]`` (bootstrap, exploitation shares, sub-sampler) and
+        the campaign's parts: budget, primary objective, model, grid, transferred samples
+        (:meth:`Sampler.from_parts`)."""
+        shares: dict[str, Any] = {}
+        if settings is not None:
+            shares = {
+                "bootstrap": settings.bootstrap,
+                "eps_initial": settings.eps_initial,
+                "eps_final": settings.eps_final,
+                "sub_sampler": settings.sub_sampler,
+            }
+        return cls(
+            space,
+            seed=parts.seed,
+            budget=parts.budget,
+            objective=parts.objective,
+            maximize=parts.maximize,
+            model_factory=parts.model_factory,
+            points=parts.points,
+            feature_space=parts.feature_space,
+            extra_training=parts.extra_training,
+            warm_start=parts.warm_start,
+            **shares,
+        )
 
     def __init__(
         self,
@@ -391,14 +421,13 @@ def _make_sub_sampler(
     objective: str,
     maximize: bool,
 ) -> Sampler:
-    """GA-Adaptive's exploration sampler (seeded ``seed + 1``)."""
+    """GA-Adaptive's exploration sampler (seeded ``seed + 1``): a callable's, or the
+    registered sampler of that name."""
     if callable(kind):
         return kind(space, seed + 1)
-    if kind in ("lhs", "random"):
-        return (LHSSampler if kind == "lhs" else RandomSampler)(space, seed=seed + 1)
-    if kind in ("hvs", "hvsr"):
-        adaptive = HVSSampler if kind == "hvs" else HVSrSampler
-        return adaptive(space, seed=seed + 1, objective=objective)
-    if kind == "bayes":
-        return BayesianSampler(space, seed=seed + 1, objective=objective, maximize=maximize)
-    raise ValueError(f"unknown sub_sampler {kind!r} (allowed: {', '.join(SUB_SAMPLERS)})")
+    from mlkaps_gpu.sampling._registry import SAMPLERS, SUB_SAMPLERS
+
+    if kind not in SUB_SAMPLERS:
+        raise ValueError(f"unknown sub_sampler {kind!r} (allowed: {', '.join(SUB_SAMPLERS)})")
+    parts = SamplerParts(seed=seed + 1, objective=objective, maximize=maximize)
+    return SAMPLERS[kind].from_parts(space, parts)

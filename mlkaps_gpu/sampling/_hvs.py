@@ -21,15 +21,18 @@ whole space is one box (plain constraint-aware LHS).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
 from scipy.stats import chi2, qmc
 from sklearn.tree import DecisionTreeRegressor
 
-from mlkaps_gpu.sampling._base import Sampler
+from mlkaps_gpu.sampling._base import Sampler, SamplerParts
 from mlkaps_gpu.space import Parameter, Space
+
+if TYPE_CHECKING:
+    from mlkaps_gpu.sampling._settings import SamplingSettings
 
 ErrorKind = Literal["variance", "relative"]
 #: Random designs tried per row inside a box when the valid set is not enumerated.
@@ -190,6 +193,13 @@ class HVSSampler(Sampler):
         self.partitions_: list[Partition] = []
         self._cell_counts = _cells(space)
         self._design_slice = slice(len(space.inputs), len(space.names))
+
+    @classmethod
+    def from_parts(
+        cls, space: Space, parts: SamplerParts, settings: SamplingSettings | None = None
+    ) -> Sampler:
+        """This sampler on the primary objective (:meth:`Sampler.from_parts`)."""
+        return cls(space, seed=parts.seed, objective=parts.objective)
 
     # ----------------------------------------------------------------------- partitions
     def _training(self) -> tuple[np.ndarray, np.ndarray] | None:

@@ -6,7 +6,13 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
+from mlkaps_gpu.sampling._registry import SAMPLER_NAMES, SUB_SAMPLERS
 from mlkaps_gpu.space import Scalar, SettingError, SettingsModel
+
+#: A registered sampler's name (:data:`~mlkaps_gpu.sampling.SAMPLERS`).
+SamplerName = Literal[SAMPLER_NAMES]  # type: ignore[valid-type]
+#: A sampler GA-Adaptive can explore with.
+SubSamplerName = Literal[SUB_SAMPLERS]  # type: ignore[valid-type]
 
 #: Most measurements one campaign may ask for.
 MAX_BUDGET = 10_000_000
@@ -22,7 +28,7 @@ BATCH_SHARE = 0.05
 class SamplingSettings(SettingsModel):
     """``[sampling]``: the sampler and the measurement budget."""
 
-    method: Literal["random", "lhs", "hvs", "hvsr", "bayes", "ga_adaptive"] = Field(
+    method: SamplerName = Field(
         default="ga_adaptive",
         description=(
             "Sampler: `random`, `lhs` (Latin hypercube), `hvs` / `hvsr` (hierarchical variance "
@@ -71,7 +77,7 @@ class SamplingSettings(SettingsModel):
         allow_inf_nan=False,
         description="GA-Adaptive only: exploitation share of a batch at the end of the budget.",
     )
-    sub_sampler: Literal["lhs", "random", "hvs", "hvsr", "bayes"] = Field(
+    sub_sampler: SubSamplerName = Field(
         default="lhs", description="GA-Adaptive only: the sampler of its exploration."
     )
     stop_after_failures: int = Field(
