@@ -1,6 +1,16 @@
 """Helpers that tests (and experiments) share: random configurations and constraint strings for
-fuzzing the config loader."""
+fuzzing the config loader, mutated constraint strings over :data:`PARAMETERS`, and constraints
+compiled to C (:class:`CompiledConstraints`) to compare with numpy (:func:`same_values`)."""
 
+from mlkaps_gpu.testing._constraint_c import CompiledConstraints, same_values
+from mlkaps_gpu.testing._constraint_fuzz import PARAMETERS, mutated_constraint
 from mlkaps_gpu.testing._fuzz import random_config, random_constraint
 
-__all__ = ["random_config", "random_constraint"]
+__all__ = [
+    "PARAMETERS",
+    "CompiledConstraints",
+    "mutated_constraint",
+    "random_config",
+    "random_constraint",
+    "same_values",
+]
