@@ -36,7 +36,7 @@ from mlkaps_gpu.campaign._config import (  # noqa: E402
     DesignSection,
     show_value,
 )
-from mlkaps_gpu.executors import KERNEL_KEYS  # noqa: E402
+from mlkaps_gpu.executors import EXECUTOR_SETTINGS, EXECUTORS_ALLOWED  # noqa: E402
 from mlkaps_gpu.optimize import MAX_GRID_POINTS  # noqa: E402
 from mlkaps_gpu.space import (  # noqa: E402
     MAX_IDENTIFIER_LENGTH,
@@ -177,6 +177,27 @@ TABLE_REPLAY = [
 ]
 
 
+def kernel_section() -> list[str]:
+    """``[kernel]``: the executor, then the keys of each executor (one settings model each)."""
+    kinds = "; ".join(
+        (model.model_fields["executor"].description or "").rstrip(".")
+        for model in EXECUTOR_SETTINGS.values()
+    )
+    lines = [
+        "`[kernel]`: the executor and what it needs. `executor` chooses the kind; each kind reads "
+        "only its own keys (any other key is an error).",
+        "",
+        "| key | allowed | default | meaning |",
+        "|---|---|---|---|",
+        f"| `executor` | {cell(EXECUTORS_ALLOWED)} | required | {cell(kinds)}. |",
+    ]
+    for kind, model in EXECUTOR_SETTINGS.items():
+        lines += ["", f'### executor = "{kind}"', ""]
+        keys = [key for key in model.model_fields if key != "executor"]
+        lines += table(model, skip=("executor",)) if keys else ["No other key."]
+    return [*lines, "", *TABLE_REPLAY]
+
+
 def section(name: str, info: FieldInfo) -> list[str]:
     """The reference of one section of the file."""
     lines = [f"## [{name}]", ""]
@@ -197,17 +218,12 @@ def section(name: str, info: FieldInfo) -> list[str]:
             lines += ["Keys of a parameter table (as in `[inputs]`):", ""]
         lines += table(ParameterSpec)
         return lines
+    if name == "kernel":
+        return lines + kernel_section()
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         doc = inspect.cleandoc(annotation.__doc__ or "").replace("``", "`")
         lines += [doc, ""] if doc else []
         lines += table(annotation)
-        if name == "kernel":
-            lines += ["", "Keys each executor reads (any other key is an error):", ""]
-            lines += [
-                f"* `{kind}`: " + ", ".join(f"`{k}`" for k in keys)
-                for kind, keys in KERNEL_KEYS.items()
-            ]
-            lines += ["", *TABLE_REPLAY]
         return lines
     lines += [
         info.description or "",

@@ -42,7 +42,16 @@ from pydantic import (
 )
 
 from mlkaps_gpu.campaign._store import _BOOKKEEPING
-from mlkaps_gpu.executors import RESULT_COLUMNS, ExecutionSettings, KernelSettings, expand_path
+from mlkaps_gpu.executors import (
+    EXECUTOR_NAMES,
+    RESULT_COLUMNS,
+    CffiKernelSettings,
+    CommandKernelSettings,
+    CupyKernelSettings,
+    ExecutionSettings,
+    KernelSettings,
+    expand_path,
+)
 from mlkaps_gpu.optimize import OptimizationSettings
 from mlkaps_gpu.sampling import SamplingSettings
 from mlkaps_gpu.space import (
@@ -61,7 +70,6 @@ from mlkaps_gpu.space import (
 from mlkaps_gpu.surrogate import SurrogateSettings
 from mlkaps_gpu.trees import TreesSettings
 
-EXECUTORS = ("python", "replay", "cffi", "cupy", "command")
 SAMPLING_METHODS = ("random", "lhs", "hvs", "hvsr", "bayes", "ga_adaptive")
 TREE_MODES = ("joint", "per_parameter")
 OPTIMIZATION_METHODS = ("auto", "nsga2", "exhaustive")
@@ -212,8 +220,8 @@ class ConfigFile(SettingsModel):
     kernel: KernelSettings = Field(
         description="What measures a configuration (required).",
         json_schema_extra={
-            "allowed": 'a [kernel] table with executor = "python", "replay", "cffi", "cupy" or '
-            '"command"'
+            "allowed": "a [kernel] table with executor = "
+            + ", ".join(f'"{name}"' for name in EXECUTOR_NAMES)
         },
     )
     inputs: dict[str, ParameterSpec] = Field(
@@ -404,7 +412,7 @@ def _field_at(path: Sequence[Any]) -> Any:
     """The pydantic FieldInfo that governs ``path`` (the deepest one found), or None."""
     model: Any = ConfigFile
     found = None
-    for item in path:
+    for index, item in enumerate(path):
         if not (isinstance(model, type) and issubclass(model, BaseModel)):
             if model is dict:
                 model = ParameterSpec
@@ -417,7 +425,7 @@ def _field_at(path: Sequence[Any]) -> Any:
                 continue
             break
         found = info
-        annotation = info.annotation
+        annotation = _member_with(info.annotation, path[index + 1 : index + 2])
         if isinstance(annotation, type) and issubclass(annotation, BaseModel):
             model = annotation
         elif (
@@ -428,6 +436,17 @@ def _field_at(path: Sequence[Any]) -> Any:
         else:
             break
     return found
+
+
+def _member_with(annotation: Any, key: Sequence[Any]) -> Any:
+    """Of a union of models (``[kernel]``: one model per executor), the first member that has
+    ``key``; any other annotation as it is."""
+    members = typing.get_args(annotation) if typing.get_origin(annotation) is typing.Union else ()
+    for member in members:
+        if isinstance(member, type) and issubclass(member, BaseModel) and key:
+            if key[0] in member.model_fields:
+                return member
+    return annotation
 
 
 def _key_text(path: Sequence[Any]) -> str:
@@ -555,7 +574,9 @@ def _builtin_kernel(config: CampaignConfig) -> Any:
     """The shipped kernel of a cffi / cupy configuration, checked against it."""
     from mlkaps_gpu.kernels import BUILTIN_KERNELS, load_builtin
 
-    name = config.kernel.builtin or ""
+    settings = config.kernel
+    assert isinstance(settings, (CffiKernelSettings, CupyKernelSettings))
+    name = settings.builtin or ""
     if name not in BUILTIN_KERNELS:
         raise _fail(
             config,
@@ -565,7 +586,7 @@ def _builtin_kernel(config: CampaignConfig) -> Any:
             f"unknown kernel (shipped: {', '.join(sorted(BUILTIN_KERNELS))})",
         )
     kernel = load_builtin(name)
-    language = {"cffi": "c", "cupy": "cuda"}[config.kernel.executor]
+    language = {"cffi": "c", "cupy": "cuda"}[settings.executor]
     if kernel.language != language:
         other = "cupy" if kernel.language == "cuda" else "cffi"
         raise _fail(
@@ -732,13 +753,15 @@ def check_space(config: CampaignConfig, space: Space, *, grid: bool = True) -> N
         config.kernel.check_design(space.design_names)  # a C source's macros, runtime, threads
     except SettingError as error:
         raise _fail(config, "kernel", error.key, error.value, error.message) from None
-    unknown = [f for f in config.kernel.command_fields() if f not in space.parameters]
+    kernel = config.kernel
+    unknown = [f for f in kernel.command_fields() if f not in space.parameters]
     if unknown:
+        assert isinstance(kernel, CommandKernelSettings)  # only a command has fields
         raise _fail(
             config,
             "kernel",
             "command",
-            config.kernel.command,
+            kernel.command,
             f"{{{unknown[0]}}} is not a parameter (parameters: {', '.join(space.names)})",
         )
 
@@ -777,7 +800,10 @@ def check_campaign(config: CampaignConfig, model: ConfigFile | None = None) -> N
                 "'constraints'",
             )
         return  # the data's parameters are checked when the executor is prepared
-    if executor in ("cffi", "cupy") and config.kernel.source is None:
+    settings = config.kernel
+    if isinstance(settings, CupyKernelSettings) or (
+        isinstance(settings, CffiKernelSettings) and settings.source is None
+    ):
         kernel = _builtin_kernel(config)
         inputs = inputs or list(kernel.inputs)
         design = design or list(kernel.design)

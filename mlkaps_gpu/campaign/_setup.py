@@ -13,15 +13,22 @@ from mlkaps_gpu.campaign._config import (
     check_names,
     check_space,
     parameters_from_specs,
+    show_value,
 )
 from mlkaps_gpu.executors import (
+    CffiKernelSettings,
+    CommandKernelSettings,
+    CupyKernelSettings,
     Executor,
     ExecutorError,
     ExternalExecutor,
     PythonExecutor,
+    PythonKernelSettings,
     ReplayDataError,
+    ReplayKernelSettings,
+    load_kernel_functions,
 )
-from mlkaps_gpu.space import Parameter, Space
+from mlkaps_gpu.space import Parameter, SettingError, Space
 
 
 @dataclass
@@ -100,6 +107,7 @@ def _python_executor(config: CampaignConfig) -> Executor:
     """The kernel ``module:function`` or ``file.py:function`` (relative to the configuration
     file), run in a worker process with the ``[kernel]`` timeout and memory cap."""
     kernel = config.kernel
+    assert isinstance(kernel, PythonKernelSettings)
     try:
         return PythonExecutor(
             kernel.function or "",
@@ -119,6 +127,7 @@ def _command_executor(config: CampaignConfig) -> Executor:
     from mlkaps_gpu.executors import CommandExecutor
 
     kernel = config.kernel
+    assert isinstance(kernel, CommandKernelSettings)
     try:
         return CommandExecutor(
             kernel.command or [],
@@ -140,8 +149,8 @@ def _replay_executor(config: CampaignConfig) -> tuple[Executor, list[Parameter],
 
     label = config.path.name
     kernel = config.kernel
+    assert isinstance(kernel, ReplayKernelSettings)
     options = kernel.replay_options()
-    assert kernel.files is not None  # required for replay by the config model
     try:
         executor = ReplayExecutor.from_files(
             kernel.files,
@@ -165,6 +174,7 @@ def _table_replay_executor(
 
     label = config.path.name
     kernel = config.kernel
+    assert isinstance(kernel, ReplayKernelSettings)
     for section, given in (("inputs", inputs), ("design", design)):
         if given:
             raise ConfigError(
@@ -217,8 +227,15 @@ def _builtin_executor(
 
     label = config.path.name
     settings = config.kernel
-    if settings.source is not None:
+    assert isinstance(settings, (CffiKernelSettings, CupyKernelSettings))
+    if isinstance(settings, CffiKernelSettings) and settings.source is not None:
         assert settings.prototype is not None and settings.builder is not None
+        try:
+            load_kernel_functions(settings)  # the builder and check: user code, imported now
+        except SettingError as error:
+            raise ConfigError(
+                f"{label}: [kernel] {error.key}: {show_value(error.value)}: {error.message}"
+            ) from None
         kernel = user_c_kernel(
             settings.source,
             settings.prototype,
@@ -242,6 +259,7 @@ def _builtin_executor(
     try:
         executor = kernel.make_executor(**settings.options)
     except (ExecutorError, TypeError, ValueError) as error:
-        key = "options" if settings.options else ("source" if settings.source else "builtin")
+        source = isinstance(settings, CffiKernelSettings) and settings.source is not None
+        key = "options" if settings.options else ("source" if source else "builtin")
         raise ConfigError(f"{label}: [kernel] {key}: {error}") from None
     return executor, list(kernel.inputs), list(kernel.design), kernel.expert

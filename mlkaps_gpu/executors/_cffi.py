@@ -66,6 +66,7 @@ from mlkaps_gpu._files import write_atomically
 from mlkaps_gpu._numbers import plain
 
 from ._base import COMPILE_ERROR, INVALID, OK, Executor, ExecutorError, encode_times
+from ._prototype import check_prototype
 from ._python_loader import load_function, resolve_reference
 from ._timing import TimingPolicy, median
 from ._worker_api import KernelCall, split_prototype
@@ -319,30 +320,6 @@ def _worker_environment(pin_threads: bool, env: Mapping[str, str] | None) -> dic
             worker_env.pop(name, None)
     worker_env.update(env or {})
     return worker_env
-
-
-def check_prototype(prototype: str) -> str:
-    """The entry function's name of a C prototype that cffi can parse.
-
-    Raises:
-        ExecutorError: not a prototype, or one cffi cannot parse (an unknown type...).
-    """
-    import cffi
-
-    try:
-        entry, _ = split_prototype(prototype)
-    except ValueError as error:
-        raise ExecutorError(f"cannot parse the entry prototype: {error}") from None
-    try:
-        cffi.FFI().cdef(prototype.strip().rstrip(";") + ";")
-    except Exception as error:  # noqa: BLE001 - cffi raises several kinds
-        detail = " ".join(str(error).split())
-        detail = re.sub(r'cannot parse ".*" <cdef source string>:\d+:(\d+):', r"column \1:", detail)
-        raise ExecutorError(
-            f"cannot parse the entry prototype {prototype!r} ({detail}); its parameters must "
-            "have C's own types (int, double *, size_t, int64_t ...)"
-        ) from None
-    return entry
 
 
 def _function_or_reference(

@@ -25,36 +25,11 @@ from typing import Any
 
 from mlkaps_gpu.executors._base import ExecutorError
 from mlkaps_gpu.executors._python_function import describe, one_line
-
-
-def split_reference(reference: str) -> tuple[str, str]:
-    """``"where:function"`` -> ``(where, function)``.
-
-    Raises:
-        ExecutorError: not of that form.
-    """
-    where, _, name = reference.rpartition(":")
-    if not where or not name.isidentifier():
-        raise ExecutorError(
-            f"function {reference!r}: give 'module:function' or 'file.py:function' (a path "
-            "relative to the configuration file)"
-        )
-    return where, name
-
-
-def is_file_reference(where: str) -> bool:
-    return where.endswith(".py") or "/" in where or "\\" in where
-
-
-def resolve_reference(reference: str, base: Path | None) -> str:
-    """The reference with a file path made absolute (relative to ``base``)."""
-    where, name = split_reference(reference)
-    if not is_file_reference(where):
-        return reference
-    path = Path(where).expanduser()
-    if not path.is_absolute():
-        path = (base or Path.cwd()) / path
-    return f"{path.resolve()}:{name}"
+from mlkaps_gpu.executors._references import (
+    is_file_reference,
+    resolve_reference,
+    split_reference,
+)
 
 
 def load_function(reference: str, base: Path | None = None) -> Callable[..., Any]:

@@ -17,6 +17,7 @@ import pytest
 from mlkaps_gpu.campaign import ConfigError, load_config, parse_config, prepare
 from mlkaps_gpu.campaign._config import ConfigFile
 from mlkaps_gpu.cli._main import main
+from mlkaps_gpu.executors import EXECUTOR_SETTINGS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -52,7 +53,13 @@ def test_defaults_are_the_documented_ones() -> None:
     assert config.objectives == {"time": "minimize"}
     kernel = config.kernel
     assert (kernel.measure, kernel.repeats, kernel.warmup) == (False, 1, 0)
-    assert (kernel.format, kernel.objective, kernel.options) == ("kernel_tuner", "time", {})
+    assert (kernel.timeout, kernel.memory_limit) == (60.0, None)
+    replay = EXECUTOR_SETTINGS["replay"].model_fields  # each executor has its own model
+    assert (replay["format"].default, replay["objective"].default) == ("kernel_tuner", "time")
+    assert (
+        EXECUTOR_SETTINGS["cffi"].model_fields["options"].get_default(call_default_factory=True)
+        == {}
+    )
     sampling = config.sampling
     assert (sampling.method, sampling.budget, sampling.batch_size) == ("ga_adaptive", 500, 25)
     assert (sampling.bootstrap, sampling.eps_initial, sampling.eps_final) == (0.2, 1.0, 1.0)
@@ -343,9 +350,10 @@ def test_config_reference_lists_every_key() -> None:
     reference = (ROOT / "docs" / "config.md").read_text()
     for section, info in ConfigFile.model_fields.items():
         assert f"## [{section}]" in reference
-        model = info.annotation
-        for key in getattr(model, "model_fields", {}):
-            assert f"| `{key}` |" in reference, (section, key)
+        models = EXECUTOR_SETTINGS.values() if section == "kernel" else [info.annotation]
+        for model in models:
+            for key in getattr(model, "model_fields", {}):
+                assert f"| `{key}` |" in reference, (section, key)
 
 
 def _toml_blocks() -> list[tuple[str, int, str]]:

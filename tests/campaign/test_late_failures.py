@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from mlkaps_gpu.campaign import ConfigError, load_config
+from mlkaps_gpu.campaign import ConfigError, load_config, prepare
 from mlkaps_gpu.cli._main import main
 from mlkaps_gpu.testing import random_config
 
@@ -233,11 +233,12 @@ def _cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str,
 def _assert_refused_everywhere(
     text: str, fragments: list[str], folder: Path, marker: Path, capsys: pytest.CaptureFixture[str]
 ) -> str:
-    """load_config, check and tune refuse ``text`` alike; returns the message."""
+    """load_config (with prepare, which builds the executor and imports user code), check and
+    tune refuse ``text`` alike; returns the message."""
     config = folder / "bad.toml"
     config.write_text(text, encoding="utf-8")
     with pytest.raises(ConfigError) as caught:
-        load_config(config)
+        prepare(load_config(config))
     message = str(caught.value)
     assert "\n" not in message and message.startswith("bad.toml: "), message
     for fragment in fragments:
