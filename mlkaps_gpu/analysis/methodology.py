@@ -22,11 +22,13 @@ Objectives are minimised. The fraction of optimum of a best value ``b`` is ``opt
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from scipy.special import gammaln
+
+from mlkaps_gpu._numbers import geometric_mean
 
 
 def expected_best_random_search(
@@ -83,6 +85,36 @@ def fraction_of_optimum(best: np.ndarray, optimum: float) -> np.ndarray:
     best = np.asarray(best, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(np.isfinite(best) & (best > 0), optimum / best, 0.0)
+
+
+def geometric_mean_fraction(fractions: Iterable[float]) -> float:
+    """The score of one tuning run over several input values: the geometric mean of its
+    fractions of optimum; 0 as soon as one is 0 (a failed choice), NaN for none or a non-finite
+    one."""
+    array = np.asarray(list(fractions), dtype=np.float64)
+    if array.size == 0 or not np.isfinite(array).all():
+        return float("nan")
+    if (array <= 0).any():
+        return 0.0
+    return geometric_mean(array)
+
+
+def expected_fraction_random_search(
+    times: np.ndarray | Sequence[float], budgets: np.ndarray | Sequence[int]
+) -> np.ndarray:
+    """Exact expected fraction of optimum of random search, ``E[max_i t_opt / t_i]`` over ``k``
+    distinct uniform draws among ``times`` (every configuration of one space), per ``k``.
+
+    A missing, non-finite or non-positive time is a failure: fraction 0, and a draw all the same.
+    This is the expectation of the fraction (not ``t_opt / E[min t]``); all zeros when nothing
+    succeeded.
+    """
+    values = np.asarray(times, dtype=np.float64)
+    succeeded = np.isfinite(values) & (values > 0)
+    if not succeeded.any():
+        return np.zeros(len(budgets))
+    fractions = fraction_of_optimum(values, float(values[succeeded].min()))
+    return -expected_best_random_search(-fractions, budgets)
 
 
 def standardised_curve(best: np.ndarray, baseline: np.ndarray, optimum: float) -> np.ndarray:
