@@ -38,8 +38,8 @@ Tools, same budget B in one run (demo / lu: the campaign's budget; replay: share
 * ``fixed default``: the demo's block 32 / ijk, LU's expert, Inductor's default where known.
 * ``best single configuration``: from B random cells, and with full knowledge.
 * ``autotune k inputs + nearest neighbour``, ``Helion-style portfolio + tree``, ``random cells +
-  LightGBM argmin``: see ``_inputs_peers.py``. For demo / lu they draw their measurements from
-  the truth table (a replay of it), while the project tunes live.
+  LightGBM argmin``: see ``benchkit/inputs_peers.py``. For demo / lu they draw their
+  measurements from the truth table (a replay of it), while the project tunes live.
 
 PyTorch's shipped AutoHeuristic trees need torch, which is not a dependency: not run.
 
@@ -65,21 +65,19 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-
-import _inputs_peers as peers  # noqa: E402
-from _inputs_replay import header_choices, inductor_default  # noqa: E402
-from _inputs_report import markdown_tables, summarize_rows, write_figure  # noqa: E402
-from _inputs_truth import (  # noqa: E402
+from benchkit import inputs_peers as peers
+from benchkit.inputs_replay import header_choices, inductor_default
+from benchkit.inputs_report import markdown_tables, summarize_rows, write_figure
+from benchkit.inputs_truth import (
     Truth,
     autoheuristic_truth,
     point_fractions,
     read_autoheuristic,
     summarize_fractions,
 )
-from _provenance import header, provenance  # noqa: E402
+from benchkit.provenance import header, provenance
+
+HERE = Path(__file__).resolve().parent
 
 RESULTS = HERE / "results"
 CONFIGS = HERE / "configs"
@@ -200,7 +198,7 @@ def run_replay_project(
 ) -> np.ndarray:
     """A campaign on the replay configuration at budget B (``[trees] max_configs`` set where
     given); its header's answers."""
-    from bench_peers import to_toml
+    from benchkit.configs import to_toml
 
     import mlkaps_gpu
     from mlkaps_gpu.codegen import CompiledHeader
@@ -336,7 +334,7 @@ def load_or_measure_truth(
     if path.is_file() and not remeasure:
         log(f"{problem.name}: truth from {path}")
         return pd.read_csv(path, comment="#")
-    import _inputs_project as project
+    from benchkit import inputs_project as project
 
     log(f"{problem.name}: measuring the truth ({len(problem.points)} points, {passes} passes)")
     cells = project.measure_truth(problem, passes, log=log)
@@ -358,7 +356,7 @@ def bench_measured(
     workdir: Path,
 ) -> tuple[list[dict], dict[str, np.ndarray], Truth, list[str]]:
     """Rows of every tool at the campaign's budget; per-point fractions (mean over seeds)."""
-    import _inputs_project as project
+    from benchkit import inputs_project as project
 
     truth = project.truth_of(problem, cells)
     budget = problem.budget
@@ -617,7 +615,7 @@ def measured_job(
     workdir: Path,
     argv: Sequence[str],
 ) -> tuple:
-    import _inputs_project as project
+    from benchkit import inputs_project as project
 
     if case == "demo":
         problem = project.demo_problem(8 if args.quick else 64)

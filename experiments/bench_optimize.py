@@ -35,12 +35,10 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from benchkit.provenance import header, load_average, provenance
 
 from mlkaps_gpu.space import Parameter, Space
 from mlkaps_gpu.surrogate import LightGBMSurrogate
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _provenance import header, load_average, provenance  # noqa: E402
 
 POPULATION, GENERATIONS, GRID = 32, 40, 46
 _ROOT = Path(__file__).resolve().parent.parent

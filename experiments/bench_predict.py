@@ -43,16 +43,14 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from bench_optimize import build_surrogate
+from benchkit.cases import CONFIGS
+from benchkit.provenance import header, load_average, provenance
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from _provenance import header, load_average, provenance  # noqa: E402
-from bench_optimize import build_surrogate  # noqa: E402
-
-from mlkaps_gpu.campaign import Campaign  # noqa: E402
-from mlkaps_gpu.optimize import GridOptimizer  # noqa: E402
-from mlkaps_gpu.space import Space  # noqa: E402
-from mlkaps_gpu.surrogate import LightGBMSurrogate, Surrogate  # noqa: E402
+from mlkaps_gpu.campaign import Campaign
+from mlkaps_gpu.optimize import GridOptimizer
+from mlkaps_gpu.space import Space
+from mlkaps_gpu.surrogate import LightGBMSurrogate, Surrogate
 
 ROOT = Path(__file__).resolve().parent.parent
 COLUMNS = [
@@ -96,7 +94,7 @@ def replay_model(campaign: Path | None) -> tuple[Space, Callable[..., LightGBMSu
     if campaign is None:
         folder = Path(tempfile.mkdtemp(prefix="bench_predict_"))
         campaign = folder / "convolution"
-        config = ROOT / "experiments" / "configs" / "convolution_replay.toml"
+        config = CONFIGS["convolution"]
         run = "import sys; from mlkaps_gpu.cli import main; sys.exit(main(sys.argv[1:]))"
         command = [sys.executable, "-c", run, "-q", "tune", str(config)]
         subprocess.run([*command, "--out", str(campaign)], check=True)

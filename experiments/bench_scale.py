@@ -53,7 +53,7 @@ seed = 1
 
 [kernel]
 executor = "python"
-function = "bench_kernel:model"
+function = "bench_kernel.py:model"
 
 [inputs]
 n = {{ type = "int", range = [16, 65536], log = true }}
@@ -119,7 +119,6 @@ def child(method: str, size: int, batch: int, trees: int, profile: int) -> dict[
     with tempfile.TemporaryDirectory(prefix="bench_scale_") as folder:
         root = Path(folder)
         (root / "bench_kernel.py").write_text(textwrap.dedent(KERNEL))
-        sys.path.insert(0, str(root))
         from mlkaps_gpu.campaign import Campaign, parse_config
 
         config = parse_config(

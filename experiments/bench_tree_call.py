@@ -34,14 +34,12 @@ import tempfile
 from pathlib import Path
 
 import pandas as pd
+from benchkit.repo_scripts import script_module
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
+from mlkaps_gpu.codegen import NamePlan, render_header
+from mlkaps_gpu.trees import JointSelector
 
-from kernel_models import kernel_model  # noqa: E402
-
-from mlkaps_gpu.codegen import NamePlan, render_header  # noqa: E402
-from mlkaps_gpu.trees import JointSelector  # noqa: E402
+kernel_model = script_module("kernel_models").kernel_model
 
 PROGRAM = r"""
 #include <math.h>

@@ -18,9 +18,8 @@ import time
 import traceback
 from pathlib import Path
 
-from mlkaps_gpu.campaign import ConfigError, parse_config
-from mlkaps_gpu.campaign._setup import prepare
-from mlkaps_gpu.testing._fuzz import random_config
+from mlkaps_gpu.campaign import ConfigError, parse_config, prepare
+from mlkaps_gpu.testing import random_config
 
 
 def main() -> int:
@@ -106,7 +105,7 @@ budget = 10
 def fuzz_constraints(count: int, seed: int) -> int:
     """Mutated constraint strings through the loader, then the accepted ones through C;
     prints a table and returns the number of failures."""
-    from mlkaps_gpu.testing._constraint_fuzz import mutated_constraint
+    from mlkaps_gpu.testing import mutated_constraint
 
     rng = random.Random(seed)
     outcomes: collections.Counter[str] = collections.Counter()
@@ -183,8 +182,7 @@ def _compare_in_c(
     import numpy as np
 
     from mlkaps_gpu.space import parse_constraint
-    from mlkaps_gpu.testing._constraint_c import CompiledConstraints, same_values
-    from mlkaps_gpu.testing._constraint_fuzz import PARAMETERS
+    from mlkaps_gpu.testing import PARAMETERS, CompiledConstraints, same_values
 
     by_name = {p.name: p for p in PARAMETERS}
     parsed = [parse_constraint(c, by_name) for c in accepted]

@@ -23,13 +23,11 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from benchkit.provenance import header, provenance
 from scipy.stats import gmean
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _provenance import header, provenance  # noqa: E402
-
-from mlkaps_gpu.campaign import Campaign, load_config  # noqa: E402
-from mlkaps_gpu.validation import (  # noqa: E402
+from mlkaps_gpu.campaign import Campaign, load_config
+from mlkaps_gpu.validation import (
     describe_merge,
     expert_reference,
     merge,

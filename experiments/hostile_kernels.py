@@ -52,7 +52,7 @@ grid = {{ n = 8 }}
 max_depth = 4
 prefix = "hostile"
 """
-ENTRY = "import sys; from mlkaps_gpu.cli._main import main; sys.exit(main(sys.argv[1:]))"
+ENTRY = "import sys; from mlkaps_gpu.cli import main; sys.exit(main(sys.argv[1:]))"
 
 
 def _command(*args: str | Path) -> list[str]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 import time
@@ -25,6 +26,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from benchkit import provenance
 
 from mlkaps_gpu.campaign import Campaign, parse_config
 from mlkaps_gpu.validation import (
@@ -229,31 +231,10 @@ def run_budget(budget: int, args: argparse.Namespace, reuse: dict[int, Path]) ->
 
 
 def _provenance_lines() -> list[str]:
-    """Commit, date and machine of the run."""
-    import os
-    import platform
-    import subprocess
-
-    def git(*args: str) -> str:
-        return subprocess.run(["git", *args], capture_output=True, text=True, check=False).stdout
-
-    commit = git("rev-parse", "--short", "HEAD").strip() or "unknown"
-    dirty = "-dirty" if git("status", "--porcelain", "--untracked-files=no").strip() else ""
-    model = (
-        next(
-            (
-                line.split(":", 1)[1].strip()
-                for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")
-            ),
-            platform.processor() or "unknown CPU",
-        )
-        if Path("/proc/cpuinfo").exists()
-        else platform.processor()
-    )
+    """Commit, date and machine of the run (:mod:`benchkit.provenance`)."""
     return [
-        f"Commit: {commit}{dirty}; date: {time.strftime('%Y-%m-%d %H:%M %Z')}; machine: "
-        f"{os.cpu_count()} cores, {model}, no GPU used"
+        f"Commit: {provenance.commit()}; date: {provenance.date()}; machine: "
+        f"{os.cpu_count()} cores, {provenance.cpu_model()}, no GPU used"
     ]
 
 

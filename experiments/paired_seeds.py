@@ -33,21 +33,21 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import bench_peers as bench  # noqa: E402
+from benchkit.metrics import per_run
+from benchkit.provenance import markdown_lines, script_command
+from benchkit.report import read_case_rows, require_files
+from benchkit.tools import HEADER
 
 RESULTS = Path(__file__).resolve().parent / "results"
 #: A run below this fraction of optimum at an input value counts as a miss (``--miss``).
 DEFAULT_MISS = 0.45
 
 
-def header_rows(paths: Sequence[Path], case: str, tool: str = bench.HEADER) -> pd.DataFrame:
+def header_rows(paths: Sequence[Path], case: str, tool: str = HEADER) -> pd.DataFrame:
     """One row per (b, seed, input) of ``tool`` in the files (the first file wins a repeat)."""
     tables = []
     for path in paths:
-        table = bench.read_case_rows(path, case)
+        table = read_case_rows(path, case)
         tables.append(table[table["tool"] == tool])
     rows = pd.concat(tables, ignore_index=True)
     if rows.empty:
@@ -62,9 +62,7 @@ def paired(base: pd.DataFrame, variant: pd.DataFrame, level: float = 0.95) -> pd
     Wilcoxon signed-rank p-value (1 where every difference is 0)."""
     from scipy import stats
 
-    runs = bench.per_run(base).merge(
-        bench.per_run(variant), on=["b", "seed"], suffixes=("_base", "_variant")
-    )
+    runs = per_run(base).merge(per_run(variant), on=["b", "seed"], suffixes=("_base", "_variant"))
     out = []
     for b, group in runs.groupby("b"):
         difference = (group["fraction_variant"] - group["fraction_base"]).to_numpy(np.float64)
@@ -121,7 +119,7 @@ def report(base: pd.DataFrame, variant: pd.DataFrame, case: str, miss: float, co
     lines = [
         f"# paired_seeds: {case}",
         "",
-        *bench.provenance_lines(command),
+        *markdown_lines(command),
         "",
         "Header fraction of optimum (geomean over input values) per seed, variant minus base on "
         "the seeds both runs hold: mean ± standard error, 95 % t interval, seeds where the "
@@ -162,7 +160,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--name", default="", help="appended to the results file's name")
     parser.add_argument("--results", type=Path, default=RESULTS, help="output folder")
     args = parser.parse_args(argv)
-    bench.require_files(parser, [*args.base, *args.variant])
+    require_files(parser, [*args.base, *args.variant])
     try:
         base = header_rows(args.base, args.case)
         variant = header_rows(args.variant, args.case)
@@ -170,7 +168,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(str(error))
     if paired(base, variant).empty:
         parser.error("the two runs share no (b, seed): run the variant on the base's seeds")
-    command = bench.script_command("paired_seeds.py", argv)
+    command = script_command("paired_seeds.py", argv)
     text = report(base, variant, args.case, args.miss, command)
     print(text)
     args.results.mkdir(parents=True, exist_ok=True)

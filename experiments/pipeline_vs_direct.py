@@ -36,14 +36,14 @@ from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from benchkit.cases import CONFIGS  # noqa: E402
 
-from mlkaps_gpu.campaign import parse_config  # noqa: E402
-from mlkaps_gpu.campaign._setup import prepare  # noqa: E402
+from mlkaps_gpu.campaign import parse_config, prepare  # noqa: E402
 from mlkaps_gpu.search import STRATEGIES, TabulatedObjective  # noqa: E402
 from mlkaps_gpu.space import Space  # noqa: E402
 
 HERE = Path(__file__).parent
-CONFIG = HERE / "configs" / "convolution_replay.toml"
+CONFIG = CONFIGS["convolution"]
 RESULTS = HERE / "results"
 GPUS = ("A100", "A4000", "MI250X", "W6600", "W7800")
 PENALTY = 1e9  # what TPE is told for a failed or infeasible configuration (ms)
@@ -120,8 +120,7 @@ def _suggest(trial: Any, parameter: Any) -> int:
 
 def pipeline_fractions(totals: list[int], seeds: int) -> pd.DataFrame:
     """Fraction of optimum per GPU of the pipeline's header (``replay_convolution.run_one``)."""
-    sys.path.insert(0, str(HERE))
-    from replay_convolution import run_one  # the same campaign and scoring
+    from replay_convolution import run_one  # the same campaign and scoring (a sibling script)
 
     text = CONFIG.read_text()
     frames = []

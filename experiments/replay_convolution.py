@@ -20,11 +20,12 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from benchkit.cases import CONFIGS
 
 from mlkaps_gpu.campaign import Campaign, parse_config
-from mlkaps_gpu.codegen._compiled import CompiledHeader
+from mlkaps_gpu.codegen import CompiledHeader
 
-CONFIG = Path(__file__).parent / "configs" / "convolution_replay.toml"
+CONFIG = CONFIGS["convolution"]
 
 
 def run_one(text: str, budget: int, seed: int, method: str, workdir: Path) -> pd.DataFrame:

@@ -42,11 +42,11 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from benchkit.cases import CONFIGS
 from scipy.stats import qmc
 from threadpoolctl import threadpool_limits
 
-from mlkaps_gpu.campaign import parse_config
-from mlkaps_gpu.campaign._setup import prepare
+from mlkaps_gpu.campaign import parse_config, prepare
 from mlkaps_gpu.executors import Executor
 from mlkaps_gpu.optimize import GridOptimizer
 from mlkaps_gpu.sampling import SAMPLERS, GAAdaptiveSampler, Sampler
@@ -55,7 +55,7 @@ from mlkaps_gpu.surrogate import LightGBMSurrogate, accuracy
 
 HERE = Path(__file__).parent
 RESULTS = HERE / "results"
-REPLAY_CONFIG = HERE / "configs" / "convolution_replay.toml"
+REPLAY_CONFIG = CONFIGS["convolution"]
 #: Samplers of the study: name -> (registry name, GA-Adaptive sub-sampler or None).
 SAMPLER_VARIANTS: dict[str, tuple[str, str | None]] = {
     "random": ("random", None),

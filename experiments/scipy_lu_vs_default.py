@@ -25,8 +25,6 @@ import argparse
 import json
 import os
 import platform
-import re
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -34,6 +32,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from benchkit import provenance
 
 import mlkaps_gpu
 from mlkaps_gpu.kernels import available_cores, scipy_lu_expert
@@ -66,11 +65,6 @@ def machine() -> dict[str, Any]:
     """Cores, CPU model, BLAS library and versions of this machine."""
     from threadpoolctl import threadpool_info
 
-    model = platform.processor() or "unknown"
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.exists():
-        found = re.search(r"^model name\s*:\s*(.+)$", cpuinfo.read_text(), re.MULTILINE)
-        model = found.group(1).strip() if found else model
     blas = [
         f"{i['internal_api']} {i['version']} ({i['architecture']}, {i['num_threads']} threads, "
         f"{Path(i['filepath']).name})"
@@ -81,25 +75,12 @@ def machine() -> dict[str, Any]:
 
     return {
         "cores": available_cores(),
-        "cpu": model,
+        "cpu": provenance.cpu_model(),
         "blas": blas,
         "python": platform.python_version(),
         "numpy": np.__version__,
         "scipy": scipy.__version__,
     }
-
-
-def commit() -> str:
-    try:
-        return subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            check=True,
-            cwd=Path(__file__).parent,
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def load() -> list[float]:
@@ -289,7 +270,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     details = campaign.meta.get("details", {})
     return {
         "command": "python experiments/scipy_lu_vs_default.py " + shown_arguments(sys.argv[1:]),
-        "commit": commit(),
+        "commit": provenance.commit(),
         "date": time.strftime("%Y-%m-%d %H:%M:%S %z"),
         "machine": machine(),
         "load_average": loads,

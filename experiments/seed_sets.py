@@ -34,10 +34,10 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import bench_peers as bench  # noqa: E402
+from benchkit.metrics import lead_over_best_peer, per_run
+from benchkit.provenance import markdown_lines, script_command
+from benchkit.report import lead_per_input_markdown, read_case_rows, require_files
+from benchkit.tools import BEST_MEASURED, HEADER, RANDOM
 
 RESULTS = Path(__file__).resolve().parent / "results"
 DRAWS = 20_000
@@ -49,10 +49,10 @@ def load_rows(header: Sequence[Path], peers: Sequence[Path], case: str) -> pd.Da
     tables = []
     for paths, keep_header in ((header, True), (peers, False)):
         for path in paths:
-            table = bench.read_case_rows(path, case)
-            is_header = table["tool"] == bench.HEADER
+            table = read_case_rows(path, case)
+            is_header = table["tool"] == HEADER
             table = table[is_header if keep_header else ~is_header]
-            tables.append(table[table["tool"] != bench.BEST_MEASURED])
+            tables.append(table[table["tool"] != BEST_MEASURED])
     rows = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
     if rows.empty:
         raise ValueError(f"no rows of case {case!r} in the given files")
@@ -65,19 +65,19 @@ def seed_set_shares(
     """Per b: how many seeds each side has, and the shares of resampled ``k``-seed sets in
     which the header's mean is above every peer's (``above_all``) and at least each threshold
     (``at_least_<t>``, thresholds matched to the budgets in order)."""
-    runs = bench.per_run(rows)
+    runs = per_run(rows)
     rng = np.random.default_rng(seed)
     budgets = sorted(int(b) for b in runs["b"].unique())
     out = []
     for index, b in enumerate(budgets):
         at = runs[runs["b"] == b]
-        header = at.loc[at["tool"] == bench.HEADER, "fraction"].to_numpy(dtype=np.float64)
+        header = at.loc[at["tool"] == HEADER, "fraction"].to_numpy(dtype=np.float64)
         if len(header) == 0:
             continue
         mean_header = rng.choice(header, (DRAWS, k)).mean(axis=1)
         best_peer = np.full(DRAWS, -np.inf)
-        peers = at[at["tool"] != bench.HEADER]
-        sampled = peers[peers["tool"] != bench.RANDOM]  # the exact expectation: one constant
+        peers = at[at["tool"] != HEADER]
+        sampled = peers[peers["tool"] != RANDOM]  # the exact expectation: one constant
         for _, group in peers.groupby("tool", sort=False):
             values = group["fraction"].to_numpy(dtype=np.float64)
             best_peer = np.maximum(best_peer, rng.choice(values, (DRAWS, k)).mean(axis=1))
@@ -97,14 +97,14 @@ def seed_set_shares(
 
 
 def report(rows: pd.DataFrame, k: int, thresholds: Sequence[float], case: str, command: str) -> str:
-    runs = bench.per_run(rows)
+    runs = per_run(rows)
     means = runs.groupby(["tool", "b"])["fraction"].agg(["mean", "std", "count"]).reset_index()
-    lead = bench.lead_over_best_peer(rows)
+    lead = lead_over_best_peer(rows)
     shares = seed_set_shares(rows, k, thresholds)
     lines = [
         f"# seed_sets: {case}",
         "",
-        *bench.provenance_lines(command),
+        *markdown_lines(command),
         "",
         "Per-seed fraction of optimum (geomean over input values), all seeds of the given files: "
         "mean ± standard error (seeds).",
@@ -136,7 +136,7 @@ def report(rows: pd.DataFrame, k: int, thresholds: Sequence[float], case: str, c
             f"| {row['b']} | {row['peer']} | {row['difference']:+.3f} | "
             f"[{row['low']:+.3f}, {row['high']:+.3f}] | {row['verdict']} |"
         )
-    lines += bench.lead_per_input_markdown(rows)
+    lines += lead_per_input_markdown(rows)
     lines += [
         "",
         f"Resampled {k}-seed sets ({DRAWS} per b, seeds drawn with replacement, independently "
@@ -169,12 +169,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.k < 1:
         parser.error(f"--k must be >= 1, got {args.k}")
-    bench.require_files(parser, [*args.header, *args.peers])
+    require_files(parser, [*args.header, *args.peers])
     try:
         rows = load_rows(args.header, args.peers, args.case)
     except ValueError as error:
         parser.error(str(error))
-    command = bench.script_command("seed_sets.py", argv)
+    command = script_command("seed_sets.py", argv)
     text = report(rows, args.k, args.thresholds, args.case, command)
     print(text)
     args.results.mkdir(parents=True, exist_ok=True)

@@ -33,13 +33,13 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from benchkit.cases import CONFIGS  # noqa: E402
 
 from mlkaps_gpu.analysis import SpaceReference, budget_range, curves  # noqa: E402
-from mlkaps_gpu.campaign import parse_config  # noqa: E402
-from mlkaps_gpu.campaign._setup import prepare  # noqa: E402
+from mlkaps_gpu.campaign import parse_config, prepare  # noqa: E402
 from mlkaps_gpu.search import STRATEGIES, TabulatedObjective  # noqa: E402
 
-CONFIG = Path(__file__).parent / "configs" / "convolution_replay.toml"
+CONFIG = CONFIGS["convolution"]
 RESULTS = Path(__file__).parent / "results"
 GPUS = ("A100", "A4000", "MI250X", "W6600", "W7800")
 UNAWARE = ("genetic_algorithm", "differential_evolution", "particle_swarm", "firefly")

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from mlkaps_gpu.executors._timing import DEFAULT_REPEATS, DEFAULT_WARMUP, TimingPolicy, summarize
+from mlkaps_gpu.executors import TimingPolicy, summarize
 from mlkaps_gpu.kernels import available_cores, load_builtin
 
 
@@ -95,8 +95,8 @@ def main() -> None:
     parser.add_argument("--single-runs", type=int, default=200)
     parser.add_argument("--campaigns", type=int, default=10)
     parser.add_argument("--per-campaign", type=int, default=5)
-    parser.add_argument("--warmup", type=int, default=DEFAULT_WARMUP)
-    parser.add_argument("--repeats", type=int, default=DEFAULT_REPEATS)
+    parser.add_argument("--warmup", type=int, default=TimingPolicy().warmup)
+    parser.add_argument("--repeats", type=int, default=TimingPolicy().repeats)
     parser.add_argument(
         "--env", action="append", default=[], help="NAME=VALUE for the worker (repeatable)"
     )

@@ -23,11 +23,12 @@ import time
 from pathlib import Path
 
 import pandas as pd
+from benchkit.cases import CONFIGS
 
 from mlkaps_gpu.campaign import Campaign, parse_config
-from mlkaps_gpu.codegen._compiled import CompiledHeader
+from mlkaps_gpu.codegen import CompiledHeader
 
-CONFIG = Path(__file__).parent / "configs" / "convolution_replay.toml"
+CONFIG = CONFIGS["convolution"]
 GPUS = ["A100", "A4000", "MI250X", "W6600", "W7800"]
 
 

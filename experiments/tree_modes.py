@@ -19,14 +19,9 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+from benchkit.repo_scripts import script_module
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
-
-from kernel_models import KernelModel, kernel_model  # noqa: E402
-from replay_models import convolution_model, replay_available  # noqa: E402
-
-from mlkaps_gpu.trees import (  # noqa: E402
+from mlkaps_gpu.trees import (
     JointSelector,
     RegretOracle,
     Selector,
@@ -35,6 +30,13 @@ from mlkaps_gpu.trees import (  # noqa: E402
     predicted_regret,
     tree_size,
 )
+
+kernel_models = script_module("kernel_models")
+replay_models = script_module("replay_models")
+KernelModel = kernel_models.KernelModel
+kernel_model = kernel_models.kernel_model
+convolution_model = replay_models.convolution_model
+replay_available = replay_models.replay_available
 
 
 def dense_grid(model: KernelModel) -> pd.DataFrame:

@@ -11,12 +11,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.experiments._scripts import load_script
+from tests.experiments._scripts import load_benchkit, load_script
 
-bench = load_script("bench_inputs")  # puts experiments/ on sys.path for its helpers
-truth_module = load_script("_inputs_truth")
-peers = load_script("_inputs_peers")
-project = load_script("_inputs_project")
+bench = load_script("bench_inputs")
+truth_module = load_benchkit("inputs_truth")
+peers = load_benchkit("inputs_peers")
+project = load_benchkit("inputs_project")
 Truth = truth_module.Truth
 
 

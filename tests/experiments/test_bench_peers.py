@@ -16,9 +16,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.experiments._scripts import load_script
+from tests.experiments._scripts import load_benchkit, load_script
 
 bench = load_script("bench_peers")
+cases = load_benchkit("cases")
+configs = load_benchkit("configs")
+metrics = load_benchkit("metrics")
+peers = load_benchkit("peers")
+project = load_benchkit("project")
+report = load_benchkit("report")
+tools = load_benchkit("tools")
 
 
 @pytest.fixture
@@ -34,16 +41,16 @@ def replay_data() -> Path:
 
 # ----------------------------------------------------------------------- fractions, geomean
 def test_fraction_of_optimum_and_failures():
-    assert bench.fraction_of_optimum(2.0, 4.0) == 0.5
-    assert bench.fraction_of_optimum(2.0, 2.0) == 1.0
+    assert metrics.fraction_of_optimum(2.0, 4.0) == 0.5
+    assert metrics.fraction_of_optimum(2.0, 2.0) == 1.0
     for failed in (math.nan, math.inf, 0.0, -1.0, None, "RuntimeFailedConfig"):
-        assert bench.fraction_of_optimum(2.0, failed) == 0.0
+        assert metrics.fraction_of_optimum(2.0, failed) == 0.0
 
 
 def test_geomean():
-    assert bench.geomean([1.0, 0.25]) == pytest.approx(0.5)
-    assert bench.geomean([0.9, 0.0, 1.0]) == 0.0  # a failed choice zeroes the run
-    assert math.isnan(bench.geomean([]))
+    assert metrics.geomean([1.0, 0.25]) == pytest.approx(0.5)
+    assert metrics.geomean([0.9, 0.0, 1.0]) == 0.0  # a failed choice zeroes the run
+    assert math.isnan(metrics.geomean([]))
 
 
 def test_summary_geomean_over_inputs_then_mean_sd_over_seeds():
@@ -56,7 +63,7 @@ def test_summary_geomean_over_inputs_then_mean_sd_over_seeds():
             "fraction": [1.0, 0.25, 0.64, 1.0],
         }
     )
-    summary = bench.summarize_runs(rows)
+    summary = metrics.summarize_runs(rows)
     assert len(summary) == 1
     row = summary.iloc[0]
     assert row["mean"] == pytest.approx((0.5 + 0.8) / 2)
@@ -72,9 +79,9 @@ def test_done_when_2_counts():
         ]
 
     table = pd.DataFrame(
-        rows(bench.HEADER, [1.0, 1.05, math.nan]) + rows(bench.BEST_MEASURED, [1.0, 1.0, 2.0])
+        rows(tools.HEADER, [1.0, 1.05, math.nan]) + rows(tools.BEST_MEASURED, [1.0, 1.0, 2.0])
     )
-    counts = bench.done_when_2_counts(table).iloc[0]
+    counts = metrics.done_when_2_counts(table).iloc[0]
     assert counts["runs"] == 3
     assert counts["below_0.99"] == 2  # 1/1.05 = 0.952 and a failed header (ratio 0)
     assert counts["below_0.9"] == 1
@@ -92,18 +99,18 @@ def test_lead_over_best_peer_says_when_the_seeds_cannot_tell():
     clear = rng.normal(0.9, 0.01, 20)
     noisy = np.array([0.95, 0.4, 0.97, 0.96, 0.94])
     table = pd.DataFrame(
-        runs(bench.HEADER, 25, clear)
-        + runs(bench.BEST_MEASURED, 25, clear + 0.05)  # never a peer
+        runs(tools.HEADER, 25, clear)
+        + runs(tools.BEST_MEASURED, 25, clear + 0.05)  # never a peer
         + runs("peer A", 25, clear - 0.1)
         + runs("peer B", 25, clear - 0.05)
-        + runs(bench.HEADER, 50, noisy)
+        + runs(tools.HEADER, 50, noisy)
         + runs("peer A", 50, [0.92, 0.9, 0.93, 0.88, 0.9])
-        + runs(bench.HEADER, 100, [0.8, 0.82, 0.81])
-        + [{"tool": bench.RANDOM, "b": 100, "seed": -1, "input": "a", "fraction": 0.85}]
-        + runs(bench.HEADER, 200, [0.9])  # one seed: no interval
+        + runs(tools.HEADER, 100, [0.8, 0.82, 0.81])
+        + [{"tool": tools.RANDOM, "b": 100, "seed": -1, "input": "a", "fraction": 0.85}]
+        + runs(tools.HEADER, 200, [0.9])  # one seed: no interval
         + runs("peer A", 200, [0.8, 0.7])
     )
-    lead = bench.lead_over_best_peer(table).set_index("b")
+    lead = metrics.lead_over_best_peer(table).set_index("b")
     assert list(lead.index) == [25, 50, 100]
     assert lead.loc[25, "peer"] == "peer B"
     assert lead.loc[25, "difference"] == pytest.approx(0.05)
@@ -112,7 +119,7 @@ def test_lead_over_best_peer_says_when_the_seeds_cannot_tell():
     assert lead.loc[50, "low"] < 0 < lead.loc[50, "high"]
     assert lead.loc[50, "verdict"] == "within noise"
     # the exact random-search expectation is a constant, not a sample
-    assert lead.loc[100, "peer"] == bench.RANDOM
+    assert lead.loc[100, "peer"] == tools.RANDOM
     assert lead.loc[100, "high"] < 0 and lead.loc[100, "verdict"] == "below"
 
 
@@ -124,17 +131,17 @@ def test_lead_per_input_names_the_best_peer_of_each_input_value():
         ]
 
     table = pd.DataFrame(
-        runs(bench.HEADER, "a", [0.9, 0.7])
-        + runs(bench.BEST_MEASURED, "a", [1.0, 1.0])  # never a peer
+        runs(tools.HEADER, "a", [0.9, 0.7])
+        + runs(tools.BEST_MEASURED, "a", [1.0, 1.0])  # never a peer
         + runs("peer A", "a", [0.6, 0.6])
         + runs("peer B", "a", [0.5, 0.5])
-        + runs(bench.HEADER, "b", [0.6, 0.6])
+        + runs(tools.HEADER, "b", [0.6, 0.6])
         + runs("peer A", "b", [0.5, 0.5])
         + runs("peer B", "b", [0.9, 0.8])
-        + [{"tool": bench.RANDOM, "b": 25, "seed": -1, "input": "b", "fraction": 0.7}]
+        + [{"tool": tools.RANDOM, "b": 25, "seed": -1, "input": "b", "fraction": 0.7}]
         + runs("peer A", "c", [0.5])  # no header at this value: no row
     )
-    lead = bench.lead_per_input(table).set_index("input")
+    lead = metrics.lead_per_input(table).set_index("input")
     assert list(lead.index) == ["a", "b"]
     assert lead.loc["a", "header"] == pytest.approx(0.8)
     assert lead.loc["a", "peer"] == "peer A"
@@ -142,18 +149,18 @@ def test_lead_per_input_names_the_best_peer_of_each_input_value():
     assert lead.loc["b", "peer"] == "peer B"
     assert lead.loc["b", "best_peer"] == pytest.approx(0.85)
     assert lead.loc["b", "difference"] == pytest.approx(-0.25)
-    lines = bench.lead_per_input_markdown(table)
+    lines = report.lead_per_input_markdown(table)
     assert "| b | 25 | 0.600 | peer B | 0.850 | -0.250 |" in lines
-    assert bench.lead_per_input_markdown(table[table["tool"] != bench.HEADER]) == []
+    assert report.lead_per_input_markdown(table[table["tool"] != tools.HEADER]) == []
 
 
 def test_lead_per_input_keeps_the_input_values_in_the_rows_order():
     rows = [
         {"tool": tool, "b": 25, "seed": 0, "input": value, "fraction": 0.5}
         for value in (60, 130, 2000)
-        for tool in (bench.HEADER, "peer A")
+        for tool in (tools.HEADER, "peer A")
     ]
-    lead = bench.lead_per_input(pd.DataFrame(rows))
+    lead = metrics.lead_per_input(pd.DataFrame(rows))
     assert list(lead["input"]) == ["60", "130", "2000"]
 
 
@@ -176,20 +183,15 @@ def _brute_force(times, k):
 )
 def test_random_search_expectation_matches_enumeration(times):
     draws = list(range(1, len(times) + 1))
-    exact = bench.expected_fraction_random_search(times, draws)
+    exact = metrics.expected_fraction_random_search(times, draws)
     for k, value in zip(draws, exact, strict=True):
         assert value == pytest.approx(_brute_force(times, k), abs=1e-12)
-        optimum = np.nanmin(times)
-        local = bench._expected_max_exact(
-            np.where(np.isfinite(times), optimum / np.asarray(times), 0.0), k
-        )
-        assert local == pytest.approx(value, abs=1e-12)
     assert exact[-1] == pytest.approx(1.0)  # every configuration drawn: the optimum is found
 
 
 def test_random_search_is_expected_fraction_not_fraction_of_expected_time():
     times = [1.0, 10.0]
-    (value,) = bench.expected_fraction_random_search(times, [1])
+    (value,) = metrics.expected_fraction_random_search(times, [1])
     assert value == pytest.approx((1.0 + 0.1) / 2)  # not 1 / 5.5
 
 
@@ -209,7 +211,7 @@ def _tiny_table():
 
 def test_kernel_tuner_cache_conversion():
     table = _tiny_table()
-    document, codes = bench.kernel_tuner_cache_from_table(table, ["p0", "p3"], "time", name="t")
+    document, codes = peers.kernel_tuner_cache_from_table(table, ["p0", "p3"], "time", name="t")
     assert document["tune_params_keys"] == ["p0", "p3"]
     assert document["tune_params"] == {"p0": [0, 1], "p3": [4, 8, 16]}
     assert codes == {"p0": {"": 0, "#pragma a(i,j)": 1}}
@@ -227,7 +229,7 @@ def test_kernel_tuner_cache_conversion():
 @pytest.mark.filterwarnings("ignore::UserWarning")
 def test_kernel_tuner_reads_converted_cache(tmp_path):
     kernel_tuner = pytest.importorskip("kernel_tuner")
-    document, _ = bench.kernel_tuner_cache_from_table(
+    document, _ = peers.kernel_tuner_cache_from_table(
         _tiny_table(), ["p0", "p3"], "time", name="tiny"
     )
     path = tmp_path / "tiny.json"
@@ -243,7 +245,7 @@ def test_kernel_tuner_reads_converted_cache(tmp_path):
         strategy="brute_force",
         quiet=True,
     )
-    best, seen = bench.best_time_of_results(results, document["tune_params_keys"])
+    best, seen = peers.best_time_of_results(results, document["tune_params_keys"])
     assert seen == 6
     assert best == 2.0
     assert sum("__error__" in r for r in results) == 1
@@ -258,7 +260,7 @@ def test_best_time_of_results_skips_errors_and_old_marker():
         {"a": 1, "time": 3.0},
         {"a": 4, "time": 2.5},
     ]
-    assert bench.best_time_of_results(results, ["a"]) == (2.5, 4)
+    assert peers.best_time_of_results(results, ["a"]) == (2.5, 4)
 
 
 # --------------------------------------------------------------------------------- configs
@@ -272,7 +274,7 @@ def test_strip_config_keeps_the_problem_only():
         "surrogate": {"log_target": True},
         "trees": {"mode": "joint", "prefix": "conv", "verify_inputs": 2000},
     }
-    stripped, removed = bench.strip_config(config)
+    stripped, removed = configs.strip_config(config)
     assert stripped == {
         "campaign": {"name": "c", "seed": 3},
         "kernel": {"executor": "replay", "files": {"gpu": {"A": "a.json.gz"}}},
@@ -288,14 +290,14 @@ def test_strip_config_keeps_the_problem_only():
         "trees.mode",
         "trees.verify_inputs",
     }
-    bench.apply_override(stripped, "sampling.method=ga_adaptive")
-    bench.apply_override(stripped, "surrogate.log_target=true")
-    bench.apply_override(stripped, "optimization.grid=8")
+    configs.apply_override(stripped, "sampling.method=ga_adaptive")
+    configs.apply_override(stripped, "surrogate.log_target=true")
+    configs.apply_override(stripped, "optimization.grid=8")
     assert stripped["sampling"]["method"] == "ga_adaptive"
     assert stripped["surrogate"]["log_target"] is True
     assert stripped["optimization"]["grid"] == 8
     with pytest.raises(ValueError):
-        bench.apply_override(stripped, "nokey")
+        configs.apply_override(stripped, "nokey")
 
 
 def test_toml_round_trip():
@@ -308,26 +310,26 @@ def test_toml_round_trip():
         "design": {"constraints": ["a * b <= 1024", "x == 'y'"]},
         "sampling": {"budget": 10, "eps": 0.25, "flag": False},
     }
-    assert tomllib.loads(bench.to_toml(data)) == data
+    assert tomllib.loads(configs.to_toml(data)) == data
 
 
 def test_parse_tools():
-    assert bench.parse_tools(["project", "kernel_tuner"]) == [
+    assert tools.parse_tools(["project", "kernel_tuner"]) == [
         "project",
-        *(f"kt_{s}" for s in bench.KT_STRATEGIES),
+        *(f"kt_{s}" for s in tools.KT_STRATEGIES),
     ]
-    assert bench.parse_tools(["random,optuna", "pso"]) == [
+    assert tools.parse_tools(["random,optuna", "pso"]) == [
         "kt_pso",
         "optuna_tpe",
         "random_search",
     ]
     with pytest.raises(SystemExit):
-        bench.parse_tools(["nope"])
+        tools.parse_tools(["nope"])
 
 
 # ----------------------------------------------------------------------------- replay data
 def test_syr2k_case_loads(replay_data):
-    case = bench.load_case("syr2k", [], None)
+    case = cases.load_case("syr2k", [], None)
     assert case.input_name == "N"
     assert case.inputs == ["130", "2000"]
     for land in case.landscapes:
@@ -339,13 +341,13 @@ def test_syr2k_case_loads(replay_data):
 
 def test_restrict_files_keeps_the_named_values_in_order():
     data = {"kernel": {"files": {"gpu": {"A": "a.json", "B": "b.json", "C": "c.json"}}}}
-    kept = bench.restrict_files(data, ["C", "A", "C"], "case.toml")
+    kept = cases.restrict_files(data, ["C", "A", "C"], "case.toml")
     assert kept["kernel"]["files"] == {"gpu": {"C": "c.json", "A": "a.json"}}
     assert list(data["kernel"]["files"]["gpu"]) == ["A", "B", "C"]  # the original is untouched
     with pytest.raises(
-        bench.CaseError, match=r"case.toml: input gpu has no value 'D' \(allowed: A, B, C\)"
+        cases.CaseError, match=r"case.toml: input gpu has no value 'D' \(allowed: A, B, C\)"
     ):
-        bench.restrict_files(data, ["A", "D"], "case.toml")
+        cases.restrict_files(data, ["A", "D"], "case.toml")
 
 
 @pytest.mark.parametrize(
@@ -363,10 +365,10 @@ def test_only_refuses_values_the_case_lacks(argv, message, monkeypatch, capsys, 
 
 
 def test_separate_campaigns_measure_one_input_value_each(replay_data, tmp_path):
-    case = bench.load_case("syr2k", [], None, None, separately=True)
+    case = cases.load_case("syr2k", [], None, None, separately=True)
     assert case.name == "syr2k_separately" and case.separate
-    rows, seconds = bench.run_project(case, 10, 0, tmp_path)
-    header = [r for r in rows if r["tool"] == bench.HEADER]
+    rows, seconds = project.run_project(case, 10, 0, tmp_path)
+    header = [r for r in rows if r["tool"] == tools.HEADER]
     assert [r["input"] for r in header] == ["130", "2000"]
     assert all(r["n_evaluated"] == 10 and r["case"] == "syr2k_separately" for r in header)
     assert seconds > 0
@@ -403,7 +405,7 @@ def test_quick_run_of_the_peers(replay_data, tmp_path):
     )
     assert code == 0
     table = pd.read_csv(tmp_path / "bench_peers_syr2k.csv")
-    assert bench.RANDOM in set(table["tool"])
+    assert tools.RANDOM in set(table["tool"])
     assert (table["fraction"].between(0, 1)).all()
     assert set(table.loc[table["tool"] == "Optuna TPE", "seed"]) == {3}
     assert (tmp_path / "bench_peers_syr2k.md").read_text().startswith("# bench_peers: syr2k")
@@ -477,11 +479,11 @@ def test_a_replay_config_of_ones_own_is_a_case(tmp_path, monkeypatch, format):
     argv += ["random_search", "--results", str(results), "--workdir", str(tmp_path / "work")]
     assert bench.main(argv) == 0
     table = pd.read_csv(results / "bench_peers_my_kernel.csv")
-    header = table[table["tool"] == bench.HEADER]
+    header = table[table["tool"] == tools.HEADER]
     assert sorted(header["input"]) == ["large", "small"]
     assert header["n_evaluated"].sum() == 12  # one campaign of B = 2 b
     assert (table["fraction"].between(0, 1)).all() and (header["status"] == "ok").all()
-    exact = table[table["tool"] == bench.RANDOM].set_index("input")["fraction"]
+    exact = table[table["tool"] == tools.RANDOM].set_index("input")["fraction"]
     times = 1.0 + np.abs(np.log2(np.array([1, 2, 4, 8, 16, 32]) / 2))
     times = np.concatenate([times, times + 0.5])  # small: 12 configurations, optimum 1.0
     assert exact["small"] == pytest.approx(_brute_force(times, 6))
@@ -503,21 +505,21 @@ def test_kernel_tuner_stays_in_data_that_are_not_the_whole_product(tmp_path, mon
         table = pd.read_csv(path)
         table = table[~((table["tile"] >= 8) & (table["unroll"] == "no"))]  # 9 of 12 left
         table.to_csv(path, index=False)
-    case = bench.load_case("mine", [], None, None, False, config)
-    caches = bench.prepare_kernel_tuner_caches(case, tmp_path / "kt")
+    case = cases.load_case("mine", [], None, None, False, config)
+    caches = peers.prepare_kernel_tuner_caches(case, tmp_path / "kt")
     _, meta = caches["small"]
-    (restriction,) = bench.kernel_tuner_restrictions(case, meta)
+    (restriction,) = peers.kernel_tuner_restrictions(case, meta)
     tile = meta["tune_params"]["tile"]
     assert restriction({"tile": 2, "unroll": 1}) and restriction({"tile": 8, "unroll": 1})
     assert not restriction({"tile": 8, "unroll": 0})  # "no" is coded 0: not in the data
     assert tile == [1, 2, 4, 8, 16, 32]
-    rows = bench.run_kernel_tuner(case, caches, "random_sample", 6, 0)
+    rows = peers.run_kernel_tuner(case, caches, "random_sample", 6, 0)
     assert [row["status"] for row in rows] == ["ok", "ok"]
     assert all(0 < row["fraction"] <= 1 and row["n_evaluated"] == 6 for row in rows)
     (tmp_path / "full").mkdir()
-    full = bench.load_case("tiny", [], None, None, False, _tiny_replay(tmp_path / "full"))
-    caches = bench.prepare_kernel_tuner_caches(full, tmp_path / "kt_full")
-    assert bench.kernel_tuner_restrictions(full, caches["small"][1]) is None  # whole product
+    full = cases.load_case("tiny", [], None, None, False, _tiny_replay(tmp_path / "full"))
+    caches = peers.prepare_kernel_tuner_caches(full, tmp_path / "kt_full")
+    assert peers.kernel_tuner_restrictions(full, caches["small"][1]) is None  # whole product
 
 
 @pytest.mark.parametrize(

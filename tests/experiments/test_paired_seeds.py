@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from tests.experiments._scripts import load_script
+from tests.experiments._scripts import load_benchkit, load_script
 
 paired_seeds = load_script("paired_seeds")
-bench = sys.modules["bench_peers"]
+bench = load_benchkit("tools")
 
 
 def rows(values: dict[int, tuple[float, float]], b: int = 25, tool: str | None = None):

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 import pandas as pd
 import pytest
 
-from tests.experiments._scripts import load_script
+from tests.experiments._scripts import load_benchkit, load_script
 
 seed_sets = load_script("seed_sets")
-bench = sys.modules["bench_peers"]
+bench = load_benchkit("tools")
 
 
 def runs(tool: str, b: int, values, first_seed: int = 0) -> list[dict]:

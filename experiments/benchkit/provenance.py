@@ -1,22 +1,26 @@
 """Where a result comes from: the lines every results file starts with.
 
 The command that made it, the commit (with ``+dirty`` when the working tree differs from it), the
-date, the machine (cores, CPU model, GPU if any) and the load average, as ``# `` comment lines
-(markdown shows them as a quoted block when written with ``markdown=True``).
+date, the machine (cores, CPU model, GPU if any) and the load average: :func:`provenance` as
+``key: value`` lines, which :func:`header` writes as ``# `` comment lines (or a markdown quote
+with ``markdown=True``); :func:`markdown_lines` as the ``- key: value`` list that starts the
+markdown files of ``bench_peers.py`` and the scripts that read its results.
 """
 
 from __future__ import annotations
 
 import datetime
+import importlib.metadata
 import os
 import platform
 import shlex
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _git(*arguments: str) -> str:
@@ -30,12 +34,14 @@ def _git(*arguments: str) -> str:
 
 
 def commit() -> str:
+    """The checkout's commit (12 hex digits), with ``+dirty`` when a tracked file differs."""
     head = _git("rev-parse", "--short=12", "HEAD") or "unknown"
     dirty = _git("status", "--porcelain", "--untracked-files=no")
     return head + ("+dirty" if dirty else "")
 
 
 def cpu_model() -> str:
+    """The CPU's model name."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as handle:
             for line in handle:
@@ -47,6 +53,7 @@ def cpu_model() -> str:
 
 
 def gpu() -> str:
+    """The GPUs ``nvidia-smi`` lists (``none`` without it)."""
     if shutil.which("nvidia-smi") is None:
         return "none"
     try:
@@ -63,6 +70,7 @@ def gpu() -> str:
 
 
 def load_average() -> str:
+    """The load average over 1, 5 and 15 minutes."""
     try:
         return " ".join(f"{value:.2f}" for value in os.getloadavg())
     except OSError:
@@ -76,7 +84,7 @@ def provenance(argv: list[str] | None = None) -> list[str]:
     return [
         f"command: python {shlex.join([script, *argv[1:]])}",
         f"commit: {commit()}",
-        f"date: {datetime.datetime.now(datetime.UTC).strftime('%Y-%m-%d %H:%M UTC')}",
+        f"date: {date()}",
         f"machine: {os.cpu_count()} cores, {cpu_model()}, GPU: {gpu()}",
         f"load average at start: {load_average()}",
     ]
@@ -89,3 +97,38 @@ def header(lines: list[str], *, markdown: bool = False) -> str:
     return (
         separator.join(prefix + line for line in lines) + "\n\n" * markdown + "\n" * (not markdown)
     )
+
+
+def date() -> str:
+    """Now, in UTC, to the minute."""
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def markdown_lines(command: str, *, gpu_note: str = "none (replayed measurements)") -> list[str]:
+    """``- key: value`` lines: command (in backticks), commit, date, machine (``gpu_note`` in
+    place of the GPU: replayed measurements use none)."""
+    return [
+        f"- command: `{command}`",
+        f"- commit: {commit()}",
+        f"- date: {date()}",
+        f"- machine: {os.cpu_count()} cores, {cpu_model()}; GPU: {gpu_note}",
+    ]
+
+
+def script_command(script: str, argv: Sequence[str] | None) -> str:
+    """The command line that ran ``experiments/<script>`` (``argv``: None for ``sys.argv``)."""
+    raw = list(sys.argv[1:] if argv is None else argv)
+    return f"python experiments/{script} " + shlex.join(raw)
+
+
+def versions(
+    modules: Sequence[str] = ("mlkaps_gpu", "kernel_tuner", "optuna", "lightgbm", "numpy"),
+) -> str:
+    """``name version`` of each installed distribution (``not installed`` for the others)."""
+    parts = []
+    for module in modules:
+        try:
+            parts.append(f"{module} {importlib.metadata.version(module)}")
+        except importlib.metadata.PackageNotFoundError:
+            parts.append(f"{module} not installed")
+    return ", ".join(parts)

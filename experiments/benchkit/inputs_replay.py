@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from _inputs_truth import Truth
+
+from benchkit.inputs_truth import Truth
 
 #: Inductor's FlexAttention forward defaults on an sm80 GPU, (dtype, head dim) -> (BLOCK_M,
 #: BLOCK_N, num_warps, num_stages) (torch/_inductor/kernel/flex_attention.py,

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from _inputs_truth import LOW_FRACTIONS, Truth
+
+from benchkit.inputs_truth import LOW_FRACTIONS, Truth
 
 
 def summarize_rows(rows: pd.DataFrame) -> pd.DataFrame:

@@ -24,7 +24,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from _inputs_truth import Truth, truth_from_cells
+
+from benchkit.inputs_truth import Truth, truth_from_cells
 
 #: LU: the design reduced so that the exhaustive truth stays short (tiles at the expert's,
 #: one thread: nb x panel, 12 configurations where nb <= min(m, n) allows all)
@@ -103,9 +104,8 @@ def geometric_ints(low: int, high: int, count: int) -> np.ndarray:
 
 def demo_problem(sizes: int) -> Problem:
     """The built-in demo (``mlkaps-gpu demo``) with the project's default method settings."""
-    from bench_peers import strip_config
-
-    from mlkaps_gpu.cli._demo import DEMO_CONFIG, DEMO_DEFAULT
+    from benchkit.configs import strip_config
+    from mlkaps_gpu.cli import DEMO_CONFIG, DEMO_DEFAULT
 
     config, _ = strip_config(tomllib.loads(DEMO_CONFIG))
     low, high = config["inputs"]["n"]["range"]
@@ -125,7 +125,7 @@ def lu_problem(per_axis: int, budget: int | None = None) -> Problem:
 
 
 def config_text(config: dict[str, Any]) -> str:
-    from bench_peers import to_toml
+    from benchkit.configs import to_toml
 
     return to_toml(config)
 
@@ -213,7 +213,7 @@ def _design_names(problem: Problem) -> list[str]:
 
 def noise_floor(problem: Problem, cells: pd.DataFrame) -> list[dict[str, float]]:
     """The optimum of each pass scored on each other pass (geomean, worst point...)."""
-    from _inputs_truth import point_fractions, summarize_fractions
+    from benchkit.inputs_truth import point_fractions, summarize_fractions
 
     passes = sorted(c for c in cells.columns if c.startswith("time_pass"))
     out = []

@@ -1,5 +1,6 @@
 """The peers of the header over many input points, each drawing its measurements from a
-:class:`~_inputs_truth.Truth` (a replay of it) and answering one configuration index per point.
+:class:`~benchkit.inputs_truth.Truth` (a replay of it) and answering one configuration index per
+point.
 
 Budget ``B`` counts (point, configuration) cells, failed ones included. Every peer takes a
 ``numpy.random.Generator`` (seeded by the caller), so the same seed gives the same answers.
@@ -25,7 +26,8 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-from _inputs_truth import Truth, design_features, input_features, scaled_input_features
+
+from benchkit.inputs_truth import Truth, design_features, input_features, scaled_input_features
 
 #: a configuration never measured (or failed) at a tuned point counts as this point's slowest
 PORTFOLIO_SIZE = 10
