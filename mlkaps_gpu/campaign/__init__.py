@@ -1,4 +1,5 @@
-"""Campaigns: the configuration model, the measurement store, the pipeline stages and their resume,
+"""Campaigns: the configuration model, the measurement store, the pipeline stages (each an object
+built from its settings section and a :class:`StageContext`, runnable alone) and their resume,
 the capture of the machine a campaign measured on, and read-only access to finished campaigns.
 
 Names load on first use: ``from mlkaps_gpu.campaign import ReadOnlyCampaign, CampaignError``
@@ -12,10 +13,19 @@ from typing import TYPE_CHECKING, Any
 
 #: public name -> (module, attribute), imported on first access
 _PUBLIC = {
-    "META": ("_campaign", "META"),
-    "STAGES": ("_campaign", "STAGES"),
+    "META": ("_readonly", "META"),
+    "STAGES": ("_manifest", "STAGES"),
     "Campaign": ("_campaign", "Campaign"),
-    "atomic_write": ("_campaign", "_atomic_write"),
+    "atomic_write": ("_directory", "atomic_write"),
+    "CampaignStages": ("_stages", "CampaignStages"),
+    "CodegenStage": ("_stage_codegen", "CodegenStage"),
+    "ConfirmationStage": ("_stage_confirmation", "ConfirmationStage"),
+    "DecisionStage": ("_stage_decisions", "DecisionStage"),
+    "ModelingStage": ("_stage_modeling", "ModelingStage"),
+    "OptimizationStage": ("_stage_optimization", "OptimizationStage"),
+    "SamplingStage": ("_stage_sampling", "SamplingStage"),
+    "StageContext": ("_stage_context", "StageContext"),
+    "TrainingSamples": ("_stage_modeling", "TrainingSamples"),
     "CampaignError": ("_errors", "CampaignError"),
     "CampaignConfig": ("_config", "CampaignConfig"),
     "ConfigError": ("_config", "ConfigError"),
@@ -35,7 +45,16 @@ __all__ = [
     "Campaign",
     "CampaignConfig",
     "CampaignError",
+    "CampaignStages",
+    "CodegenStage",
     "ConfigError",
+    "ConfirmationStage",
+    "DecisionStage",
+    "ModelingStage",
+    "OptimizationStage",
+    "SamplingStage",
+    "StageContext",
+    "TrainingSamples",
     "DISTURBED_CORES",
     "EnvironmentMismatchWarning",
     "META",
@@ -52,14 +71,23 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from mlkaps_gpu.campaign._campaign import META, STAGES, Campaign
-    from mlkaps_gpu.campaign._campaign import _atomic_write as atomic_write
+    from mlkaps_gpu.campaign._campaign import Campaign
     from mlkaps_gpu.campaign._config import CampaignConfig, ConfigError, load_config, parse_config
+    from mlkaps_gpu.campaign._directory import atomic_write
     from mlkaps_gpu.campaign._environment import EnvironmentMismatchWarning, summary_line
     from mlkaps_gpu.campaign._errors import CampaignError
     from mlkaps_gpu.campaign._load import DISTURBED_CORES, campaign_interference
-    from mlkaps_gpu.campaign._readonly import ReadOnlyCampaign
+    from mlkaps_gpu.campaign._manifest import STAGES
+    from mlkaps_gpu.campaign._readonly import META, ReadOnlyCampaign
     from mlkaps_gpu.campaign._setup import Setup, prepare
+    from mlkaps_gpu.campaign._stage_codegen import CodegenStage
+    from mlkaps_gpu.campaign._stage_confirmation import ConfirmationStage
+    from mlkaps_gpu.campaign._stage_context import StageContext
+    from mlkaps_gpu.campaign._stage_decisions import DecisionStage
+    from mlkaps_gpu.campaign._stage_modeling import ModelingStage, TrainingSamples
+    from mlkaps_gpu.campaign._stage_optimization import OptimizationStage
+    from mlkaps_gpu.campaign._stage_sampling import SamplingStage
+    from mlkaps_gpu.campaign._stages import CampaignStages
     from mlkaps_gpu.campaign._store import SampleStore
 
 

@@ -290,12 +290,12 @@ def _measure(
 
 
 def _failure_watch(config: CampaignConfig, store: SampleStore) -> Callable[[pd.DataFrame], None]:
-    """The local path's early stop (``_FailureWatch`` of the pipeline), for this store's
+    """The local path's early stop (``FailureWatch`` of the sampling stage), for this store's
     campaign directory."""
-    from mlkaps_gpu.campaign._campaign import DEFAULT_STOP_AFTER_FAILURES, _FailureWatch
+    from mlkaps_gpu.campaign._stage_sampling import DEFAULT_STOP_AFTER_FAILURES, FailureWatch
 
     limit = getattr(config.sampling, "stop_after_failures", DEFAULT_STOP_AFTER_FAILURES)
-    return _FailureWatch(store.path.parent, limit).check
+    return FailureWatch(store.path.parent, limit).check
 
 
 def _first_completed(futures: list[Future]) -> set[Future]:

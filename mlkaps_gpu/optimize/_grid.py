@@ -14,7 +14,7 @@ Two methods share one interface (:meth:`GridOptimizer.run` -> optima table):
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -22,6 +22,9 @@ import pandas as pd
 from mlkaps_gpu.optimize._batched import BatchedNSGA2, BatchedResult
 from mlkaps_gpu.space import Space
 from mlkaps_gpu.surrogate import Surrogate
+
+if TYPE_CHECKING:
+    from mlkaps_gpu.optimize._settings import OptimizationSettings
 
 Method = Literal["auto", "nsga2", "exhaustive"]
 METHODS: tuple[str, ...] = ("auto", "nsga2", "exhaustive")
@@ -57,6 +60,33 @@ class GridOptimizer:
             objective, a bound on the primary or an unknown objective, or a ``chunk_size``
             below one.
     """
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: OptimizationSettings,
+        space: Space,
+        *,
+        objectives: Sequence[str] = ("time",),
+        directions: Sequence[str] | None = None,
+        seed: int = 0,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> GridOptimizer:
+        """The optimizer of ``[optimization]`` (method, population, generations, weights,
+        bounds, window) over ``space``."""
+        return cls(
+            space,
+            objectives=objectives,
+            directions=directions,
+            method=settings.method,
+            population=settings.population,
+            generations=settings.generations,
+            weights=settings.weights,
+            bounds=settings.bounds,
+            window=settings.window,
+            seed=seed,
+            progress=progress,
+        )
 
     def __init__(
         self,

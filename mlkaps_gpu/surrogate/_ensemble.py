@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import lightgbm as lgb
 import numpy as np
@@ -25,6 +25,9 @@ import numpy as np
 from mlkaps_gpu.surrogate._base import Surrogate
 from mlkaps_gpu.surrogate._compiled import CompiledForest, compile_model
 from mlkaps_gpu.surrogate._lightgbm import DEFAULT_PARAMS, ENGINES, Engine
+
+if TYPE_CHECKING:
+    from mlkaps_gpu.surrogate._settings import SurrogateSettings
 
 #: Members of the default ensemble.
 DEFAULT_MEMBERS = 5
@@ -49,6 +52,16 @@ class BootstrapEnsemble(Surrogate):
         cache_dir: where the compiled engine is kept between runs (``None``: a folder of this
             process).
     """
+
+    @classmethod
+    def from_settings(
+        cls, settings: SurrogateSettings, *, categorical_features: Sequence[int] = (), seed: int = 0
+    ) -> BootstrapEnsemble:
+        """The bootstrapped ensemble a campaign decides with (GA-Adaptive's model, the
+        decisions, the trees' score): its own size, ``[surrogate] log_target``."""
+        return cls(
+            categorical_features=categorical_features, log_target=settings.log_target, seed=seed
+        )
 
     def __init__(
         self,

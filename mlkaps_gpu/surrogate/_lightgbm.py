@@ -5,13 +5,16 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import lightgbm as lgb
 import numpy as np
 
 from mlkaps_gpu.surrogate._base import Surrogate
 from mlkaps_gpu.surrogate._compiled import CompiledForest, compile_model
+
+if TYPE_CHECKING:
+    from mlkaps_gpu.surrogate._settings import SurrogateSettings
 
 #: Defaults tuned for the small sample counts of tuning campaigns (a few hundred rows and up).
 DEFAULT_PARAMS: dict[str, Any] = {
@@ -55,6 +58,26 @@ class LightGBMSurrogate(Surrogate):
         cache_dir: where the compiled engine and the model's tables are kept between runs
             (a folder of this process when ``None``).
     """
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: SurrogateSettings,
+        *,
+        categorical_features: Sequence[int] = (),
+        seed: int = 0,
+        log_target: bool | None = None,
+    ) -> LightGBMSurrogate:
+        """The campaign's model of one objective, from ``[surrogate]`` (``log_target``, when
+        given, overrides the section's: a campaign learns non-positive objectives as they
+        are)."""
+        return cls(
+            categorical_features=categorical_features,
+            n_estimators=settings.n_estimators,
+            log_target=settings.log_target if log_target is None else log_target,
+            seed=seed,
+            params=settings.params,
+        )
 
     def __init__(
         self,

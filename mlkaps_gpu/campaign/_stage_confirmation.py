@@ -1,0 +1,228 @@
+"""The confirmation stage: measure the trees' answers before the header ships.
+
+Within the share of the budget the sampling stage left (``[sampling] confirm``), it measures the
+answers at the grid points where they were never measured, re-decides and refits the trees; when
+every answer is measured, it spends what is left on the answers' most promising unmeasured
+neighbours. Where the budget (or the rounds) ends before an answer was measured and its point has
+measurements, a configuration measured there ships instead.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from mlkaps_gpu._numbers import plain
+from mlkaps_gpu.campaign._decisions import (
+    EvidenceScore,
+    regret_against_best_known,
+    regret_summary,
+)
+from mlkaps_gpu.campaign._directory import atomic_csv
+from mlkaps_gpu.campaign._stage_context import StageContext
+from mlkaps_gpu.campaign._stage_decisions import DecisionStage
+from mlkaps_gpu.sampling import Exploiter, SamplingSettings
+from mlkaps_gpu.trees import FittedSelector, Selector
+
+#: Most rounds of confirmation (measure the answers, re-decide, refit the trees).
+CONFIRM_ROUNDS = 8
+#: Grid points up to which verification.json lists every point's measured regret.
+LISTED_POINTS = 64
+
+
+class ConfirmationStage:
+    """Measure the trees' answers, re-decide and refit, within the budget.
+
+    Args:
+        context: the campaign's parts (the store and executor it measures with).
+        decisions: the decisions stage it re-decides and refits with.
+        budget: the campaign's whole budget: the store's rows when the stage may stop.
+        batch_size: most neighbours measured per round.
+        ship_measured: where an answer stays unmeasured, ship a configuration measured at its
+            point (with a confirmation reserve; off when the campaign keeps none).
+    """
+
+    def __init__(
+        self,
+        context: StageContext,
+        decisions: DecisionStage,
+        *,
+        budget: int,
+        batch_size: int,
+        ship_measured: bool = True,
+    ) -> None:
+        self.context = context
+        self.decisions = decisions
+        self.budget = int(budget)
+        self.batch_size = int(batch_size)
+        self.ship_measured = ship_measured
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: SamplingSettings,
+        context: StageContext,
+        decisions: DecisionStage,
+        *,
+        confirm_share: float,
+    ) -> ConfirmationStage:
+        """The stage of ``[sampling]`` (budget, batch size), with the campaign's confirmation
+        share (0 where it keeps no reserve)."""
+        return cls(
+            context,
+            decisions,
+            budget=settings.budget,
+            batch_size=settings.batch_size,
+            ship_measured=confirm_share > 0,
+        )
+
+    def run(self, optima: pd.DataFrame) -> tuple[pd.DataFrame, FittedSelector, dict[str, Any]]:
+        """Decide, fit, and confirm by measuring; rewrites ``optima.csv`` with measured beside
+        predicted values. Returns the decisions, the fitted trees and the details
+        verification.json records."""
+        context, decisions = self.context, self.decisions
+        space, store = context.space, context.store
+        score = decisions.evidence_score()
+        optima = decisions.decide(optima, score)
+        fitted = decisions.fit_on_evidence(optima, score)
+        spent = {"answers": 0, "neighbours": 0, "unconfirmed": 0, "measured_instead": 0}
+        rounds = 0
+        while rounds < CONFIRM_ROUNDS and len(store) < self.budget:
+            left = self.budget - len(store)
+            answers = decisions.answers(fitted.selector, optima)
+            tried = score.evidence.tried(answers)  # a failed answer is not run again
+            # an answer unlisted (invalid) at its point is not measured: it can only fail
+            unmeasured = answers[~tried & space.is_valid(answers)]
+            unmeasured = unmeasured.drop_duplicates(space.names)
+            kind = "answers" if len(unmeasured) else "neighbours"
+            if len(unmeasured) > left:
+                unmeasured = self._least_certain(unmeasured, score, left, rounds)
+            rows = unmeasured if len(unmeasured) else self._polish_rows(optima, score, left)
+            if len(rows) == 0:
+                break
+            rows = rows[space.names].reset_index(drop=True)
+            store.append(rows, *context.measure(rows))
+            spent[kind] += len(rows)
+            rounds += 1
+            score = decisions.evidence_score()
+            optima = decisions.decide(optima, score)
+            fitted = decisions.fit_on_evidence(optima, score)
+        # The budget (or the rounds) ended before some answers were measured: where the point
+        # has measurements, ship a configuration measured there rather than an unconfirmed guess.
+        unconfirmed = ~score.evidence.tried(decisions.answers(fitted.selector, optima))
+        spent["unconfirmed"] = int(np.count_nonzero(unconfirmed))
+        if self.ship_measured and unconfirmed.any():
+            strict = score.only_measured_at(optima.loc[unconfirmed, space.input_names])
+            spent["measured_instead"] = 0 if strict.strict is None else len(strict.strict)
+            if spent["measured_instead"]:
+                score = strict
+                optima = decisions.decide(optima, score)
+                fitted = decisions.fit_on_evidence(optima, score)
+        optima = self._with_header_columns(optima, fitted.selector, score)
+        atomic_csv(optima, context.directory / "optima.csv")
+        return optima, fitted, self._details(optima, spent, rounds)
+
+    def _least_certain(
+        self, answers: pd.DataFrame, score: EvidenceScore, n: int, rounds: int
+    ) -> pd.DataFrame:
+        """The ``n`` unmeasured answers whose estimate is least certain (the ensemble's
+        spread, largest first; ties in a seeded random order): the confirmation measures where
+        the shipped answer could be most wrong."""
+        _, uncertainty, _, _ = score.estimate(answers[self.context.space.names])
+        rng = np.random.default_rng([self.context.seed, rounds, 17])
+        tie_break = rng.permutation(len(answers))
+        order = np.lexsort((tie_break, -np.round(uncertainty, 6)))
+        return answers.iloc[np.sort(order[:n])]
+
+    def _polish_rows(self, optima: pd.DataFrame, score: EvidenceScore, n: int) -> pd.DataFrame:
+        """Up to one batch (and ``n``) of unmeasured neighbours of the decisions, ranked by
+        the ensemble's acquisition (see :class:`~mlkaps_gpu.sampling.Exploiter`)."""
+        context = self.context
+        store = context.store
+        batch = min(n, self.batch_size)
+        points = optima[context.space.input_names].drop_duplicates().reset_index(drop=True)
+        rng = np.random.default_rng([context.seed, len(store), 23])
+        counts = np.zeros(len(points), dtype=np.int64)
+        np.add.at(counts, rng.choice(len(points), batch, replace=batch > len(points)), 1)
+        exploiter = Exploiter(
+            context.sampling_space,
+            feature_space=context.space,
+            objective=context.objectives[0],
+            maximize=context.maximize,
+        )
+        measured = store.valid_samples()
+        seen = context.sampling_space.key(store.load())
+        return exploiter.propose(score.model, measured, points, counts, seen, rng)
+
+    def _with_header_columns(
+        self, optima: pd.DataFrame, selector: Selector, score: EvidenceScore
+    ) -> pd.DataFrame:
+        """optima with, per grid point, the best measured value there, the header's measured
+        regret against it (NaN where either is unknown) and whether the header's answer
+        failed there (``header_failed``: every run of it at those inputs failed)."""
+        objective = self.context.objectives[0]
+        evidence = score.evidence
+        inputs = self.context.space.input_names
+        best = evidence.table.sort_values("_f", kind="stable").drop_duplicates(inputs)
+        best = best[[*inputs, "_f"]].rename(columns={"_f": "_best"})
+        merged = optima[inputs].merge(best, on=inputs, how="left")
+        best_signed = merged["_best"].to_numpy(dtype=np.float64)
+        answers = self.decisions.answers(selector, optima)
+        found = evidence.match(answers)
+        count = found["_n"].to_numpy()
+        header = evidence.to_objective(found["_f"].to_numpy())
+        reference = evidence.to_objective(best_signed)
+        regret = evidence.sign * (header - reference) / np.abs(reference)
+        out = optima.copy()
+        out[f"best_measured_{objective}"] = reference
+        out[f"header_measured_{objective}"] = np.where(count > 0, header, np.nan)
+        out["header_measured_regret"] = np.where(count > 0, np.maximum(regret, 0.0), np.nan)
+        out["header_failed"] = found["_failed"].to_numpy()
+        out["header_regret"] = regret_against_best_known(
+            score, answers, optima, best_signed, objective
+        )
+        return out
+
+    def _details(self, optima: pd.DataFrame, spent: dict[str, int], rounds: int) -> dict[str, Any]:
+        """What verification.json says about the confirmation and the measured regret."""
+        objective = self.context.objectives[0]
+        regret = optima["header_measured_regret"].to_numpy(dtype=np.float64)
+        known = regret[np.isfinite(regret)]
+        details: dict[str, Any] = {
+            "confirmation": {
+                "rounds": rounds,
+                "measured_answers": spent["answers"],
+                "measured_neighbours": spent["neighbours"],
+                "unconfirmed_answers": spent["unconfirmed"],
+                "measured_instead": spent["measured_instead"],
+            },
+            "measured_regret": {
+                "points": len(regret),
+                "known": len(known),
+                "mean": float(known.mean()) if len(known) else None,
+                "max": float(known.max()) if len(known) else None,
+                "above_1_percent": int(np.count_nonzero(known > 0.01)),
+                "failed": int(np.count_nonzero(optima["header_failed"])),
+            },
+            "regret_against_best_known": regret_summary(optima["header_regret"]),
+        }
+        if len(optima) <= LISTED_POINTS:
+            columns = [
+                *self.context.space.input_names,
+                f"best_measured_{objective}",
+                f"header_measured_{objective}",
+                "header_measured_regret",
+            ]
+            details["per_point"] = [
+                {
+                    k: (None if isinstance(v, float) and not np.isfinite(v) else plain(v))
+                    for k, v in row.items()
+                }
+                for row in optima[columns].to_dict("records")
+            ]
+        return details
+
+
+__all__ = ["CONFIRM_ROUNDS", "ConfirmationStage"]
