@@ -10,6 +10,7 @@ header-only file that compiles with gcc, g++ and nvcc and answers exactly as ``s
 from mlkaps_gpu.codegen._codegen import render_header, render_model_header
 from mlkaps_gpu.codegen._compile import CompileError, compile_check, example_call
 from mlkaps_gpu.codegen._compiled import CompiledHeader
+from mlkaps_gpu.codegen._constraint_c import constraint_c_check, constraint_c_value
 from mlkaps_gpu.codegen._multi import (
     MultiTargetError,
     Target,
@@ -36,6 +37,8 @@ __all__ = [
     "batch_source",
     "boundary_inputs",
     "compile_check",
+    "constraint_c_check",
+    "constraint_c_value",
     "decode_outputs",
     "example_call",
     "input_arrays",

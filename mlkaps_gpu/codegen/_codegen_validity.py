@@ -30,6 +30,7 @@ from mlkaps_gpu.codegen._c_literals import (
     long_long_literal,
     value_literal,
 )
+from mlkaps_gpu.codegen._constraint_c import constraint_c_check
 from mlkaps_gpu.codegen._names import InputNames, NamePlan, unique_name
 from mlkaps_gpu.space import Parameter
 from mlkaps_gpu.trees import DecisionModel, Validity, clamp_bounds
@@ -87,7 +88,7 @@ class ValidityWriter:
 
     def _constraint_text(self) -> list[list[str]]:
         """Per constraint, the C block that returns 0 when it does not hold (the
-        statements of :meth:`~mlkaps_gpu.space.Constraint.to_c`: the language's semantics)."""
+        statements of :func:`~mlkaps_gpu.codegen.constraint_c_check`: the language's semantics)."""
         inputs = dict(zip((p.name for p in self.model.inputs), self.plan.inputs, strict=True))
         outputs = dict(zip((p.name for p in self.model.design), self.plan.outputs, strict=True))
         parameters = {p.name: p for p in (*self.model.inputs, *self.model.design)}
@@ -114,7 +115,7 @@ class ValidityWriter:
             self.config_local,
         }
         return [
-            constraint.to_c(name_of, literal_of, avoid=scope, indent=INDENT)
+            constraint_c_check(constraint, name_of, literal_of, avoid=scope, indent=INDENT)
             for constraint in self.validity.parsed()
         ]
 

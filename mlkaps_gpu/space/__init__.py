@@ -1,6 +1,12 @@
 """Search spaces: parameters, the safe constraint language, valid sampling, repair, grids."""
 
-from mlkaps_gpu.space._constraints import Constraint, ConstraintError, parse_constraint
+from mlkaps_gpu.space._constraint_tree import ConstraintWalker, is_string_constant, left_chain
+from mlkaps_gpu.space._constraints import (
+    Constraint,
+    ConstraintError,
+    operator_symbol,
+    parse_constraint,
+)
 from mlkaps_gpu.space._identifiers import (
     MAX_IDENTIFIER_LENGTH,
     RESERVED_C_NAMES,
@@ -40,6 +46,10 @@ __all__ = [
     "NEIGHBOUR_KINDS",
     "Constraint",
     "ConstraintError",
+    "ConstraintWalker",
+    "is_string_constant",
+    "left_chain",
+    "operator_symbol",
     "ListedRows",
     "Parameter",
     "PointIndex",

@@ -1,7 +1,7 @@
 """Constraints compiled to C in one module, to compare the header's semantics with numpy's.
 
 :class:`CompiledConstraints` writes every constraint of a batch with
-:meth:`~mlkaps_gpu.space.Constraint.c_value` into one C file (one function per constraint and a
+:func:`~mlkaps_gpu.codegen.constraint_c_value` into one C file (one function per constraint and a
 dispatcher), builds it through cffi and evaluates it over the rows of a column table. Used by
 the C/numpy property test of the constraint language and by ``experiments/fuzz_config.py``.
 """
@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from mlkaps_gpu.codegen import constraint_c_value
 from mlkaps_gpu.space import Constraint, Parameter
 
 _CDEF = "void evaluate(int expression, int n_rows, const double *rows, double *out);"
@@ -62,7 +63,7 @@ class CompiledConstraints:
 
         functions = []
         for index, constraint in enumerate(self.constraints):
-            lines, result = constraint.c_value(name_of, literal_of, avoid=("row",))
+            lines, result = constraint_c_value(constraint, name_of, literal_of, avoid=("row",))
             body = "\n".join("    " + line for line in lines)
             functions.append(
                 f"static double constraint_{index}(const double *row)\n{{\n{body}\n"

@@ -1,9 +1,10 @@
 """One meaning for the constraint language: numpy and the generated C agree on every value.
 
 Random expressions of the whole language (hypothesis) are written as C with
-``Constraint.c_value``, compiled into one cffi module per batch, and evaluated on random rows
-that include the edge values (0, -0, NaN, +-inf, integers near 2**53 and 2**63, tiny and huge
-doubles); every value must be identical, undefined (NaN) included, and so must the truth.
+``mlkaps_gpu.codegen.constraint_c_value``, compiled into one cffi module per batch, and
+evaluated on random rows that include the edge values (0, -0, NaN, +-inf, integers near 2**53
+and 2**63, tiny and huge doubles); every value must be identical, undefined (NaN) included, and
+so must the truth.
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from mlkaps_gpu.codegen import constraint_c_check, constraint_c_value
 from mlkaps_gpu.space import Constraint, ConstraintError, Parameter, Space, parse_constraint
 
 # The convolution space of ../shared/data/replay/README.md (convolution_6gpu) and its four
@@ -516,7 +517,7 @@ def test_ten_thousand_character_sum_parses_and_evaluates() -> None:
     assert constraint is not None
     result = constraint.evaluate({"a": np.array([0.0, 1.0, -1.0])}, 3)
     assert result.tolist() == [True, False, True]
-    c_text = "\n".join(constraint.to_c(lambda name: name, lambda name, value: value))
+    c_text = "\n".join(constraint_c_check(constraint, lambda name: name, lambda name, value: value))
     assert c_text.count(" + ") == terms - 1
     # one statement per operation: no expression nests deeper than one operation
     assert max(len(line) for line in c_text.splitlines()) < 100
@@ -564,7 +565,9 @@ def test_huge_integer_literal_does_not_crash() -> None:
 
 def _c(text: str, parameters: Mapping[str, Parameter] = MIXED) -> str:
     constraint = parse_constraint(text, parameters)
-    lines = constraint.to_c(lambda name: f"p_{name}", lambda name, value: f"E_{name}_{value}")
+    lines = constraint_c_check(
+        constraint, lambda name: f"p_{name}", lambda name, value: f"E_{name}_{value}"
+    )
     return "\n".join(lines)
 
 
@@ -599,7 +602,9 @@ def test_to_c_writes_the_operators(text: str, expected: list[str]) -> None:
 def test_to_c_locals_avoid_names_in_scope() -> None:
     constraint = parse_constraint("a // b > c", NUMBERS)
     taken = {f"{hint}{i}" for hint in ("t", "m", "d", "f", "c", "go", "value") for i in range(9)}
-    lines, result = constraint.c_value(lambda name: name, lambda name, value: value, avoid=taken)
+    lines, result = constraint_c_value(
+        constraint, lambda name: name, lambda name, value: value, avoid=taken
+    )
     declared = {line.split()[1] for line in lines if line.strip().startswith("double ")}
     assert result not in taken
     assert declared and not declared & taken
