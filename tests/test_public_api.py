@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import mlkaps_gpu
-from tests.campaign.conftest import kernel_path, write_config  # noqa: F401
+from mlkaps_gpu.testing import write_config
 
 HEAVY = ("lightgbm", "sklearn", "scipy", "pymoo", "pandas", "cupy", "dask", "matplotlib")
 

@@ -24,6 +24,7 @@ pytestmark = [
 ]
 
 
+@pytest.mark.integration
 def test_the_example_tunes_from_another_directory(tmp_path: Path) -> None:
     user = tmp_path / "user"
     shutil.copytree(EXAMPLE, user)

@@ -130,6 +130,7 @@ def _every_command(folder: Folder, out: Path, tmp_path: Path) -> dict[str, objec
     }
 
 
+@pytest.mark.integration
 def test_crafted_pickle_and_shared_objects_are_never_loaded(
     finished: tuple[Folder, Path, Path, Path], tmp_path: Path
 ) -> None:
@@ -148,6 +149,7 @@ def test_crafted_pickle_and_shared_objects_are_never_loaded(
     )
 
 
+@pytest.mark.integration
 def test_a_crafted_header_is_never_compiled(
     finished: tuple[Folder, Path, Path, Path], tmp_path: Path
 ) -> None:
@@ -164,6 +166,7 @@ def test_a_crafted_header_is_never_compiled(
     assert not marker.exists()
 
 
+@pytest.mark.integration
 def test_an_old_campaign_with_a_pickle_is_refused_then_rebuilt_with_force(
     finished: tuple[Folder, Path, Path, Path], tmp_path: Path
 ) -> None:

@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from mlkaps_gpu.campaign import Campaign, CampaignError, load_config
-
-from .conftest import write_config
+from mlkaps_gpu.testing import write_config
 
 distributed = pytest.importorskip("distributed")
 

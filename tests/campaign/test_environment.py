@@ -13,8 +13,7 @@ from mlkaps_gpu.campaign._environment import (
     summary_line,
 )
 from mlkaps_gpu.cli._main import main
-
-from .conftest import write_config
+from mlkaps_gpu.testing import write_config
 
 
 def test_capture_has_identity_fields() -> None:

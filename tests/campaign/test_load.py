@@ -103,6 +103,7 @@ def _tune(folder: Path, hogs: int) -> tuple[dict, str]:
     return record, done.stderr
 
 
+@pytest.mark.integration
 @needs_proc
 def test_tune_says_the_measurements_were_disturbed_by_two_cpu_bound_processes(
     tmp_path: Path,
@@ -118,6 +119,7 @@ def test_tune_says_the_measurements_were_disturbed_by_two_cpu_bound_processes(
     assert "were taken while other processes kept the machine" in html
 
 
+@pytest.mark.integration
 @needs_proc
 def test_tune_says_nothing_on_a_quiet_machine(tmp_path: Path) -> None:
     """Fails where other programs keep the machine busy meanwhile (a shared machine): that

@@ -12,8 +12,8 @@ import pytest
 
 from mlkaps_gpu.campaign import Campaign
 from mlkaps_gpu.cli._main import main
-
-from .conftest import BASE_CONFIG, TWO_OBJECTIVE_MODULE
+from mlkaps_gpu.testing import TOY_CONFIG as BASE_CONFIG
+from mlkaps_gpu.testing import TWO_OBJECTIVE_MODULE
 
 
 @pytest.fixture

@@ -16,8 +16,8 @@ import pytest
 
 from mlkaps_gpu.campaign import Campaign, load_config
 from mlkaps_gpu.cli._main import main
-
-from .conftest import write_config
+from mlkaps_gpu.testing import write_config
+from tests.toy import ToyCampaigns
 
 
 def _stored(directory: Path) -> int:
@@ -33,11 +33,10 @@ def _stored(directory: Path) -> int:
 
 @pytest.mark.compiler
 def test_tune_then_select_answers_like_the_trees(
-    kernel_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    toy_campaign: ToyCampaigns, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    config = write_config(kernel_path, budget=120)
-    out = tmp_path / "campaign"
-    assert main(["--quiet", "tune", str(config), "--out", str(out)]) == 0
+    # the session's toy campaign of budget 120, tuned by ``mlkaps-gpu tune`` (main, in-process)
+    out = toy_campaign.copy(tmp_path / "campaign", budget=120)
     for name in ("samples.sqlite", "optima.csv", "selector.json", "toy.h", "verification.json"):
         assert (out / name).exists(), name
     campaign = Campaign.open(out)
@@ -60,12 +59,9 @@ def test_tune_then_select_answers_like_the_trees(
 
 
 def test_select_reports_bad_inputs(
-    kernel_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    toy_campaign: ToyCampaigns, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    config = write_config(kernel_path, budget=40)
-    out = tmp_path / "campaign"
-    assert main(["--quiet", "tune", str(config), "--out", str(out)]) == 0
-    capsys.readouterr()
+    out = toy_campaign.copy(tmp_path / "campaign", budget=60)
     assert main(["select", str(out), "m=3"]) == 2
     assert "unknown input" in capsys.readouterr().err
     assert main(["select", str(out)]) == 2
@@ -75,34 +71,39 @@ def test_select_reports_bad_inputs(
 
 
 def test_changed_config_is_refused_on_resume(
-    kernel_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    toy_campaign: ToyCampaigns,
+    kernel_path: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    out = tmp_path / "campaign"
-    config = write_config(kernel_path, budget=40)
-    assert main(["--quiet", "tune", str(config), "--out", str(out)]) == 0
-    changed = write_config(kernel_path, budget=60, name="changed.toml")
+    out = toy_campaign.copy(tmp_path / "campaign", budget=60)  # tuned with budget = 60
+    changed = write_config(kernel_path, budget=80, name="changed.toml")
     capsys.readouterr()
     assert main(["--quiet", "tune", str(changed), "--out", str(out)]) == 2
     assert "differs" in capsys.readouterr().err
     assert main(["--quiet", "tune", str(changed), "--out", str(out), "--force"]) == 0
-    assert len(Campaign.open(out).store) == 60
+    assert len(Campaign.open(out).store) == 80
 
 
-def test_same_seed_same_campaign(kernel_path: Path, tmp_path: Path) -> None:
+def test_same_seed_same_campaign(
+    toy_campaign: ToyCampaigns, kernel_path: Path, tmp_path: Path
+) -> None:
+    first = toy_campaign.tuned(budget=60)  # the session's, tuned from the same configuration
     config = write_config(kernel_path, budget=60)
     tables = []
-    for name in ("a", "b"):
-        out = tmp_path / name
-        assert main(["--quiet", "tune", str(config), "--out", str(out)]) == 0
+    for out in (first, tmp_path / "b"):
+        if not out.exists():
+            assert main(["--quiet", "tune", str(config), "--out", str(out)]) == 0
         campaign = Campaign.open(out)
         table = campaign.store.load().drop(columns=["timestamp"])
         tables.append(table)
         assert (out / "toy.h").read_text().split("*/", 1)[1] == (
-            (tmp_path / "a" / "toy.h").read_text().split("*/", 1)[1]
+            (first / "toy.h").read_text().split("*/", 1)[1]
         )
     assert tables[0].equals(tables[1])
 
 
+@pytest.mark.integration
 def test_sigkill_during_sampling_loses_and_duplicates_nothing(
     kernel_path: Path, tmp_path: Path
 ) -> None:

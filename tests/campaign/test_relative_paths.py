@@ -9,8 +9,7 @@ import pandas as pd
 import pytest
 
 from mlkaps_gpu.campaign import Campaign, load_config
-
-from .conftest import write_config
+from mlkaps_gpu.testing import write_config
 
 
 def test_relative_transfer_sources_resolve_where_the_config_was(

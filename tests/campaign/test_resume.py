@@ -15,8 +15,7 @@ import pandas as pd
 import pytest
 
 from mlkaps_gpu.campaign import Campaign
-
-from .conftest import write_config
+from mlkaps_gpu.testing import write_config
 
 
 def _command(config: Path, out: Path) -> list[str]:

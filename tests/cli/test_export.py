@@ -17,9 +17,8 @@ from mlkaps_gpu.campaign._config import load_config
 from mlkaps_gpu.cli._export import add_parser, export_header, run
 from mlkaps_gpu.codegen import boundary_inputs, compile_check, target_macro
 from mlkaps_gpu.codegen._compiled import CompiledHeader
+from mlkaps_gpu.testing import write_config
 from tests.codegen.test_multi_target import by_name, codes_of, finite_rows, program_answers
-
-from .conftest import write_config
 
 SHIFTED_KERNEL = '''
 import math

@@ -12,7 +12,7 @@ import pytest
 
 from mlkaps_gpu.campaign import Campaign, CampaignError
 from mlkaps_gpu.cli import main
-from tests.campaign.conftest import write_config
+from tests.toy import ToyCampaigns
 
 HEAVY = ("lightgbm", "sklearn", "scipy", "pymoo", "pandas")
 INPUTS = (16, 37, 100, 900, 4096)
@@ -21,12 +21,9 @@ pytestmark = pytest.mark.compiler
 
 
 @pytest.fixture
-def campaign_dir(kernel_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
-    out = tmp_path / "campaign"
-    config = write_config(kernel_path, budget=60)
-    assert main(["--quiet", "tune", str(config), "--out", str(out)]) == 0
-    capsys.readouterr()
-    return out
+def campaign_dir(toy_campaign: ToyCampaigns, tmp_path: Path) -> Path:
+    """A copy of the session's toy campaign (budget 60), tuned by ``mlkaps-gpu tune``."""
+    return toy_campaign.copy(tmp_path / "campaign", budget=60)
 
 
 def _select(out: Path, *arguments: str, capsys: pytest.CaptureFixture[str]) -> str:

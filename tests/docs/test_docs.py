@@ -160,6 +160,7 @@ def test_mkdocs_nav_lists_every_page() -> None:
     assert pages <= named, f"pages missing from the mkdocs.yml nav: {sorted(pages - named)}"
 
 
+@pytest.mark.integration
 def test_docs_build_in_strict_mode(tmp_path: Path) -> None:
     """``mkdocs build --strict``: no broken link, no missing page, no docstring warning in the
     API reference (as .ci/run builds it)."""

@@ -24,6 +24,7 @@ pytestmark = [
         not (Path(DATA) / "convolution_6gpu").is_dir(),
         reason="MLKAPS_GPU_DATA (replay data) is not set",
     ),
+    pytest.mark.integration,
 ]
 
 

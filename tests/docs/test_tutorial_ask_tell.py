@@ -16,6 +16,7 @@ PAGE = TUTORIALS / "ask_tell.md"
 pytestmark = [
     pytest.mark.compiler,
     pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler (cc)"),
+    pytest.mark.integration,
 ]
 
 

@@ -36,6 +36,7 @@ def test_the_page_shows_the_files_of_the_example() -> None:
         assert body == path.read_text(encoding="utf-8"), f"{path.name} differs from the page's"
 
 
+@pytest.mark.integration
 def test_c_kernel_tutorial_builds_and_runs_the_program(tmp_path: Path) -> None:
     steps = run_page(PAGE, tmp_path)
     (build,) = [s.argv for s in steps if s.argv[0] == "cc"]

@@ -32,6 +32,7 @@ pytestmark = [
     pytest.mark.compiler,
     pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler (cc)"),
     pytest.mark.skipif(not _gpu_present(), reason="needs CuPy and a CUDA GPU"),
+    pytest.mark.integration,
 ]
 
 

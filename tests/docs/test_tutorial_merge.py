@@ -16,6 +16,7 @@ pytestmark = [
     pytest.mark.slow,
     pytest.mark.compiler,
     pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler (cc)"),
+    pytest.mark.integration,
 ]
 
 

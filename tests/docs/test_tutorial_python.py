@@ -18,6 +18,7 @@ PAGE = TUTORIALS / "python_kernel.md"
 pytestmark = [
     pytest.mark.compiler,
     pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler (cc)"),
+    pytest.mark.integration,
 ]
 
 

@@ -17,6 +17,8 @@ from mlkaps_gpu.campaign import ReadOnlyCampaign, load_config, prepare
 from mlkaps_gpu.codegen._verify_validity import verify_is_valid
 from tests.hostile.conftest import Folder, assert_clean, cli, store_rows
 
+pytestmark = pytest.mark.integration
+
 FACTOR = 'f = { type = "float", values = [0.3, 0.5, 1.0] }\n'
 
 

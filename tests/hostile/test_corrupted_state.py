@@ -20,6 +20,8 @@ from tests.hostile.conftest import (
     store_rows,
 )
 
+pytestmark = pytest.mark.integration
+
 BUDGET = 20
 VALIDATE = ["--reference", "block=8", "--grid", "4", "--repeats", "2"]
 

@@ -8,6 +8,8 @@ import pytest
 
 from tests.hostile.conftest import Folder, assert_clean, assert_refused, cli, store_rows
 
+pytestmark = pytest.mark.integration
+
 
 @pytest.mark.parametrize(
     ("function", "first_error"),

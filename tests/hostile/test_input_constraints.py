@@ -12,6 +12,8 @@ import pytest
 
 from tests.hostile.conftest import Folder, assert_clean, assert_refused, cli, store_rows
 
+pytestmark = pytest.mark.integration
+
 SECOND_INPUT = 'n2 = { type = "int", range = [16, 4096], log = true }\n'
 
 

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from tests.hostile.conftest import Folder, assert_clean, cli, store_rows
+
+pytestmark = pytest.mark.integration
 
 
 def test_impossible_times_are_stored_as_invalid_measurements(folder: Folder) -> None:

@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.hostile.conftest import (
     Folder,
     assert_clean,
@@ -20,6 +22,8 @@ from tests.hostile.conftest import (
     start_cli,
     store_rows,
 )
+
+pytestmark = pytest.mark.integration
 
 HOLD = (
     "import sys, time; from mlkaps_gpu.campaign._lock import CampaignLock; "

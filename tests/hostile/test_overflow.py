@@ -7,6 +7,8 @@ import pytest
 
 from tests.hostile.conftest import Folder, assert_refused, cli
 
+pytestmark = pytest.mark.integration
+
 
 @pytest.mark.parametrize(
     ("design_extra", "fragment"),

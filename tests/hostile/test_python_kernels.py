@@ -10,7 +10,11 @@ import signal
 import time
 from collections import Counter
 
+import pytest
+
 from tests.hostile.conftest import Folder, assert_clean, cli, start_cli, store_rows
+
+pytestmark = pytest.mark.integration
 
 TIMEOUT_S = 2.0
 LIMITS = f"timeout = {TIMEOUT_S}\nmemory_limit = 300\n"

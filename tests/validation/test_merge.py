@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -17,14 +18,14 @@ from mlkaps_gpu.validation._expert import FixedConfiguration
 from mlkaps_gpu.validation._merge import decide, merge
 from mlkaps_gpu.validation._validate import Validation, validate
 
-from .test_validate import REFERENCE, kernel_on_path, make_campaign
+from .paired import REFERENCE, copied_campaign, kernel_on_path
 
 
 @pytest.fixture(scope="module")
-def campaign(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Campaign]:
+def campaign(paired_tuned: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Campaign]:
     folder = tmp_path_factory.mktemp("merge")
     for _ in kernel_on_path(folder):
-        yield make_campaign(folder)
+        yield copied_campaign(paired_tuned, folder)
 
 
 def test_decide_keeps_the_tuned_configuration_only_at_progressions(campaign: Campaign) -> None:
@@ -132,8 +133,7 @@ def expert_wins_campaign(tmp_path_factory: pytest.TempPathFactory) -> Iterator[C
     import textwrap
 
     from mlkaps_gpu.campaign import parse_config
-
-    from .conftest import BASE_CONFIG
+    from mlkaps_gpu.testing import TOY_CONFIG as BASE_CONFIG
 
     folder = tmp_path_factory.mktemp("expert_wins")
     kernel = folder / "kernel"

@@ -16,7 +16,7 @@ from mlkaps_gpu.validation._expert import FixedConfiguration
 from mlkaps_gpu.validation._merge import merge, write_merge
 from mlkaps_gpu.validation._validate import validate, write_validation
 
-from .test_validate import REFERENCE, kernel_on_path, make_campaign
+from .paired import REFERENCE, copied_campaign, kernel_on_path
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -38,10 +38,10 @@ def quick_png(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(scope="module")
-def campaign(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Campaign]:
+def campaign(paired_tuned: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Campaign]:
     folder = tmp_path_factory.mktemp("report")
     for _ in kernel_on_path(folder):
-        yield make_campaign(folder, budget=60)
+        yield copied_campaign(paired_tuned, folder)
 
 
 def images(text: str) -> list[bytes]:

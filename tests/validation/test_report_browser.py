@@ -23,6 +23,8 @@ from mlkaps_gpu.cli._demo import DEMO_CONFIG, DEMO_DEFAULT
 from mlkaps_gpu.validation import write_report
 from mlkaps_gpu.validation._report_shipped import SHIPPED_ROWS
 
+pytestmark = pytest.mark.integration
+
 CHROMIUM = Path("/usr/bin/chromium")
 FLAGS = (
     "--headless",

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import sys
-import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mlkaps_gpu.campaign import Campaign, CampaignError, EnvironmentMismatchWarning, parse_config
+from mlkaps_gpu.campaign import Campaign, CampaignError, EnvironmentMismatchWarning
 from mlkaps_gpu.cli._main import main
 from mlkaps_gpu.validation._expert import (
     FixedConfiguration,
@@ -32,59 +30,19 @@ from mlkaps_gpu.validation._validate import (
     validation_grid,
 )
 
-from .conftest import BASE_CONFIG
-
-#: The reference (block 4, slow) is exactly 2x slower than anything else from n = 300 on and
-#: as fast as anything else below; the time grows with n only.
-PAIRED_KERNEL = """
-SLOW_FROM = 300
-
-def paired(row):
-    base = row["n"] / 1000.0 + 0.01
-    if row["block"] == 4 and row["variant"] == "slow" and row["n"] >= SLOW_FROM:
-        return 2.0 * base
-    return base
-
-def expert(inputs):
-    return {"block": 4, "variant": "slow"}
-"""
-REFERENCE = {"block": 4, "variant": "slow"}
-
-
-def paired_time(n: int, block: int, variant: str) -> float:
-    base = n / 1000.0 + 0.01
-    return 2.0 * base if (block, variant) == (4, "slow") and n >= 300 else base
-
-
-def make_campaign(folder: Path, *, budget: int = 80) -> Campaign:
-    """A tuned toy campaign on the paired kernel (its module must be importable from
-    ``folder / "kernel"``, see :func:`kernel_on_path`)."""
-    text = BASE_CONFIG.format(function="paired", method="ga_adaptive", budget=budget, batch=20)
-    text = text.replace("toy_kernel:", "validate_kernel:")
-    path = folder / "paired.toml"
-    path.write_text(text)
-    campaign = Campaign.create_or_resume(parse_config(text, path=path), folder / "campaign")
-    campaign.run()
-    return campaign
-
-
-def kernel_on_path(folder: Path) -> Iterator[None]:
-    """Write the paired kernel module and put it on ``sys.path`` while the generator runs."""
-    kernel = folder / "kernel"
-    kernel.mkdir(parents=True, exist_ok=True)
-    (kernel / "validate_kernel.py").write_text(textwrap.dedent(PAIRED_KERNEL))
-    sys.modules.pop("validate_kernel", None)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.syspath_prepend(str(kernel))
-        yield
-    sys.modules.pop("validate_kernel", None)
+from .paired import (
+    REFERENCE,
+    copied_campaign,
+    kernel_on_path,
+    paired_time,
+)
 
 
 @pytest.fixture(scope="module")
-def campaign(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Campaign]:
+def campaign(paired_tuned: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Campaign]:
     folder = tmp_path_factory.mktemp("validate")
     for _ in kernel_on_path(folder):
-        yield make_campaign(folder)
+        yield copied_campaign(paired_tuned, folder)
 
 
 def test_validation_grid_lies_between_the_optimization_grid_points(campaign: Campaign) -> None:

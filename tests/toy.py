@@ -1,0 +1,58 @@
+"""Toy campaigns tuned once per test session (the ``toy_campaign`` fixture of conftest.py)."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from mlkaps_gpu.testing import write_config, write_toy_kernel
+
+
+@contextmanager
+def importable(folder: Path) -> Iterator[None]:
+    """Modules of ``folder`` importable here and in worker processes while the block runs."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.syspath_prepend(str(folder))
+        patch.setenv("PYTHONPATH", str(folder) + ":" + ":".join(sys.path))
+        yield
+
+
+class ToyCampaigns:
+    """Toy campaigns (:func:`mlkaps_gpu.testing.write_config`) tuned by ``mlkaps-gpu tune`` once
+    per session and (budget, method, batch)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.kernel = root / "kernel"
+        self.kernel.mkdir()
+        write_toy_kernel(self.kernel)
+        self._tuned: dict[tuple[int, str, int], Path] = {}
+
+    def tuned(self, *, budget: int = 60, method: str = "lhs", batch: int = 20) -> Path:
+        """The finished campaign's directory; a test must not change it (see :meth:`copy`)."""
+        key = (budget, method, batch)
+        if key not in self._tuned:
+            from mlkaps_gpu.cli import main
+
+            name = f"toy_{budget}_{method}_{batch}"
+            folder = self.root / f"{name}_config"
+            folder.mkdir()
+            config = write_config(folder, budget=budget, method=method, batch=batch)
+            out = self.root / name
+            with importable(self.kernel):
+                code = main(["--quiet", "tune", str(config), "--out", str(out)])
+            assert code == 0, f"tuning the toy campaign {name} failed"
+            self._tuned[key] = out
+        return self._tuned[key]
+
+    def copy(
+        self, destination: Path, *, budget: int = 60, method: str = "lhs", batch: int = 20
+    ) -> Path:
+        """A copy of :meth:`tuned` at ``destination``, for a test that changes the campaign."""
+        shutil.copytree(self.tuned(budget=budget, method=method, batch=batch), destination)
+        return destination
