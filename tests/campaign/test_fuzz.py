@@ -35,21 +35,21 @@ def _load(text: str, folder: Path) -> str:
     return "accepted"
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(min_value=0, max_value=2**32))
 def test_random_configs_are_accepted_or_rejected_cleanly(seed: int, tmp_path_factory) -> None:
     folder = tmp_path_factory.mktemp("fuzz")
     _load(random_config(random.Random(seed)), folder)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(deadline=None)
 @given(text=st.text(max_size=300))
 def test_arbitrary_text_is_rejected_cleanly(text: str, tmp_path_factory) -> None:
     folder = tmp_path_factory.mktemp("fuzz")
     _load(text, folder)
 
 
-@settings(max_examples=500, deadline=None)
+@settings(deadline=None)
 @given(seed=st.integers(min_value=0, max_value=2**32))
 def test_random_constraints_parse_or_raise_constraint_error(seed: int) -> None:
     text = random_constraint(random.Random(seed))
@@ -59,7 +59,7 @@ def test_random_constraints_parse_or_raise_constraint_error(seed: int) -> None:
         assert "\n" not in str(error)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(deadline=None)
 @given(text=st.text(max_size=200))
 def test_arbitrary_constraint_text(text: str) -> None:
     try:

@@ -369,7 +369,7 @@ ROWS = st.lists(
 )
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=EXPRESSIONS, rows=ROWS)
 def test_integer_semantics_equal_python(text: str, rows: list[tuple[int, int, int]]) -> None:
     expected = []

@@ -174,7 +174,7 @@ def _range_parameter(kind: str, low: float, high: float, log: bool) -> Parameter
     return Parameter("p", "float", low=low, high=high, log=log)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(deadline=None)
 @given(
     kind=st.sampled_from(["int", "float"]),
     low=st.floats(1e-3, 1e5),
