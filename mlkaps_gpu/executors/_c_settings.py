@@ -15,6 +15,7 @@ from typing import Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
+from mlkaps_gpu._settings import SettingError
 from mlkaps_gpu.executors._base import ExecutorError
 from mlkaps_gpu.executors._prototype import check_prototype
 from mlkaps_gpu.executors._python_settings import REFERENCE_ALLOWED, check_reference_form
@@ -29,7 +30,7 @@ from mlkaps_gpu.executors._settings import (
     base_folder,
     expand_path,
 )
-from mlkaps_gpu.space import IdentifierError, SettingError, check_identifier
+from mlkaps_gpu.space import IdentifierError, check_identifier
 
 #: The ``[kernel]`` keys of a cffi kernel given by its ``source`` (a builtin brings its own).
 SOURCE_KEYS = (

@@ -10,6 +10,7 @@ from typing import Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
+from mlkaps_gpu._settings import SettingError
 from mlkaps_gpu.executors._base import ExecutorError
 from mlkaps_gpu.executors._command import template_fields
 from mlkaps_gpu.executors._settings import (
@@ -20,7 +21,6 @@ from mlkaps_gpu.executors._settings import (
     base_folder,
     expand_path,
 )
-from mlkaps_gpu.space import SettingError
 
 
 class CommandKernelSettings(KernelSettingsBase):

@@ -3,10 +3,10 @@ configuration is validated)."""
 
 from __future__ import annotations
 
+from mlkaps_gpu._settings import SettingError
 from mlkaps_gpu.executors._base import ExecutorError
 from mlkaps_gpu.executors._c_settings import CffiKernelSettings
 from mlkaps_gpu.executors._python_loader import load_function
-from mlkaps_gpu.space import SettingError
 
 
 def load_kernel_functions(settings: CffiKernelSettings) -> None:

@@ -15,12 +15,12 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BeforeValidator, Field
 
+from mlkaps_gpu._settings import SettingError
 from mlkaps_gpu.executors._c_settings import CffiKernelSettings, CupyKernelSettings
 from mlkaps_gpu.executors._command_settings import CommandKernelSettings
 from mlkaps_gpu.executors._python_settings import PythonKernelSettings
 from mlkaps_gpu.executors._replay_settings import ReplayKernelSettings
 from mlkaps_gpu.executors._settings import KernelSettingsBase
-from mlkaps_gpu.space import SettingError
 
 
 class ExternalKernelSettings(KernelSettingsBase):

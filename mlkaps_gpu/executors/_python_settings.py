@@ -11,6 +11,7 @@ from typing import Literal
 
 from pydantic import Field, ValidationInfo, field_validator
 
+from mlkaps_gpu._settings import FiniteFloat, SettingError
 from mlkaps_gpu.executors._settings import (
     MAX_MEMORY_LIMIT,
     KernelSettingsBase,
@@ -18,7 +19,6 @@ from mlkaps_gpu.executors._settings import (
     Timeout,
     Warmup,
 )
-from mlkaps_gpu.space import FiniteFloat, SettingError
 
 #: ``module:function`` or ``file.py:function``.
 FUNCTION_REFERENCE = re.compile(r"([A-Za-z_][A-Za-z0-9_.]*|[^:]+\.py):[A-Za-z_][A-Za-z0-9_]*")

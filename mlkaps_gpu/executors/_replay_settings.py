@@ -12,8 +12,9 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationInfo, model_validator
 
+from mlkaps_gpu._settings import FiniteFloat, SettingError
 from mlkaps_gpu.executors._settings import KernelSettingsBase, base_folder, expand_path
-from mlkaps_gpu.space import FiniteFloat, IdentifierError, SettingError, check_identifier
+from mlkaps_gpu.space import IdentifierError, check_identifier
 
 #: Keys that describe the columns of a table (``format = "csv"`` or ``"parquet"`` only).
 TABLE_KEYS = ("design_columns", "objective_column", "failure_values", "input_columns")

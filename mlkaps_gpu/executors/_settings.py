@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationInfo, model_validator
 
-from mlkaps_gpu.space import FiniteFloat, SettingError, SettingsModel
+from mlkaps_gpu._settings import FiniteFloat, SettingError, SettingsModel
 
 #: Most measured runs (``repeats``) and untimed runs (``warmup``) per configuration.
 MAX_REPEATS = 10_000

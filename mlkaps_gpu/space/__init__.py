@@ -1,5 +1,19 @@
-"""Search spaces: parameters, the safe constraint language, valid sampling, repair, grids."""
+"""Search spaces: parameters, the safe constraint language, valid sampling, repair, grids.
 
+The settings base (``SettingsModel``, ``SettingError`` ...) lives in ``mlkaps_gpu._settings``
+and is re-exported here, where the section models have always imported it.
+"""
+
+from mlkaps_gpu._settings import (
+    INT64_MAX,
+    INT64_MIN,
+    FiniteFloat,
+    Int64,
+    SettingError,
+    SettingsModel,
+    describe_allowed,
+    is_finite_number,
+)
 from mlkaps_gpu.space._constraint_tree import ConstraintWalker, is_string_constant, left_chain
 from mlkaps_gpu.space._constraints import (
     Constraint,
@@ -16,19 +30,8 @@ from mlkaps_gpu.space._identifiers import (
     check_identifier,
 )
 from mlkaps_gpu.space._listed import ListedRows, PointIndex
+from mlkaps_gpu.space._parameter_spec import MAX_LEVELS, MAX_VALUES, ParameterSpec, Scalar
 from mlkaps_gpu.space._parameters import KINDS, Parameter, SpaceError, parse_value
-from mlkaps_gpu.space._settings import (
-    INT64_MAX,
-    INT64_MIN,
-    FiniteFloat,
-    Int64,
-    ParameterSpec,
-    Scalar,
-    SettingError,
-    SettingsModel,
-    describe_allowed,
-    is_finite_number,
-)
 from mlkaps_gpu.space._space import (
     NEIGHBOUR_KINDS,
     Space,
@@ -61,6 +64,8 @@ __all__ = [
     "parse_value",
     "INT64_MAX",
     "INT64_MIN",
+    "MAX_LEVELS",
+    "MAX_VALUES",
     "MAX_IDENTIFIER_LENGTH",
     "RESERVED_C_NAMES",
     "FiniteFloat",

@@ -1,11 +1,16 @@
-"""The base of every configuration section model, and the model of one parameter table.
+"""The base of every configuration section model, and what the models share.
 
 Each package owns the model of the TOML section it consumes (``SamplingSettings`` in
-``sampling``, ``TreesSettings`` in ``trees`` ...); ``campaign`` composes them into the campaign
-configuration. Every model derives from :class:`SettingsModel`: unknown keys are refused (with the
-allowed ones named), values are not coerced (``log = "no"`` is not a boolean, ``budget = 1e3`` is
-not an integer; an integer is accepted where a number is expected), and a check that concerns one
-key raises :class:`SettingError` naming that key.
+``sampling``, ``KernelSettings`` in ``executors``, ``TreesSettings`` in ``trees`` ...);
+``campaign`` composes them into the campaign configuration. Every model derives from
+:class:`SettingsModel`: unknown keys are refused (with the allowed ones named), values are not
+coerced (``log = "no"`` is not a boolean, ``budget = 1e3`` is not an integer; an integer is
+accepted where a number is expected), and a check that concerns one key raises
+:class:`SettingError` naming that key. :func:`describe_allowed` says in words what a field
+accepts (error messages and the configuration reference).
+
+It sits outside the layers, beside ``_numbers`` and ``_files``: every package may import it, and
+it imports no other module of ``mlkaps_gpu``.
 """
 
 from __future__ import annotations
@@ -16,42 +21,16 @@ import typing
 from typing import Annotated, Any, Literal, Union
 
 import annotated_types
-from pydantic import (
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    field_validator,
-    model_validator,
-)
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.fields import FieldInfo
-
-from mlkaps_gpu.space._identifiers import check_c_text
 
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
-#: Most values one parameter's ``values`` list may hold.
-MAX_VALUES = 100_000
-#: Most levels a range design parameter may be discretised to.
-MAX_LEVELS = 65_536
 
 #: An integer that fits in int64 (every integer of a configuration does).
 Int64 = Annotated[int, Field(ge=INT64_MIN, le=INT64_MAX)]
 #: A finite number (not NaN, not infinite).
 FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
-
-
-def _not_an_integer(value: Any) -> Any:
-    if isinstance(value, int) and not isinstance(value, bool):
-        raise ValueError("an integer outside int64")  # Int64 refused it: no float fallback
-    return value
-
-
-#: One value of a parameter: a boolean, an int64 integer, a finite number or a string (an
-#: integer beyond int64 is refused, not turned into a float).
-Scalar = Union[  # noqa: UP007 - order matters to pydantic
-    bool, Int64, Annotated[FiniteFloat, BeforeValidator(_not_an_integer)], str
-]
 
 
 class SettingError(ValueError):
@@ -167,76 +146,11 @@ def is_finite_number(value: Any) -> bool:
     return math.isfinite(value) if isinstance(value, float) else True
 
 
-class ParameterSpec(SettingsModel):
-    """One parameter table of ``[inputs]`` or ``[design]``, e.g.
-    ``block = { type = "int", values = [8, 16, 32] }``."""
-
-    _table_hint: typing.ClassVar[str] = ' like { type = "int", range = [1, 8] }'
-
-    type: Literal["int", "float", "categorical", "bool"] = Field(
-        description="The parameter's type."
-    )
-    range: list[Scalar] | None = Field(
-        default=None,
-        description=(
-            "Closed range `[min, max]` (int, float, bool); exclusive with `values`. Integers "
-            "fit in int64, numbers are finite."
-        ),
-        json_schema_extra={"allowed": "[min, max]: two finite numbers (integers within int64)"},
-    )
-    values: list[Scalar] | None = Field(
-        default=None,
-        description=(
-            "Explicit ordered list of the allowed values; exclusive with `range`. Strings may "
-            "not contain trigraphs (`??/` ...) or control characters."
-        ),
-        max_length=MAX_VALUES,
-        json_schema_extra={
-            "allowed": f"a list of up to {MAX_VALUES} values (finite numbers, int64 "
-            "integers, strings without trigraphs, booleans)"
-        },
-    )
-    log: bool = Field(
-        default=False, description="Sample, grid and discretise the range geometrically (min > 0)."
-    )
-    levels: int | None = Field(
-        default=None,
-        ge=1,
-        le=MAX_LEVELS,
-        description=(
-            "How many values a range used as a design parameter is discretised to (default: "
-            "every integer up to 4096 of them, 32 for floats)."
-        ),
-    )
-
-    @field_validator("range")
-    @classmethod
-    def _two_ends(cls, value: list[Any] | None) -> list[Any] | None:
-        if value is not None and len(value) != 2:
-            raise SettingError("range", "'range' must be [min, max]", value)
-        return value
-
-    @field_validator("values")
-    @classmethod
-    def _printable_strings(cls, value: list[Any] | None) -> list[Any] | None:
-        for index, item in enumerate(value or []):
-            if isinstance(item, str):
-                try:
-                    check_c_text(item, what="value")
-                except ValueError as error:
-                    raise SettingError(f"values[{index}]", str(error), item) from None
-        return value
-
-
 __all__ = [
     "INT64_MAX",
     "INT64_MIN",
-    "MAX_LEVELS",
-    "MAX_VALUES",
     "FiniteFloat",
     "Int64",
-    "ParameterSpec",
-    "Scalar",
     "SettingError",
     "SettingsModel",
     "describe_allowed",
