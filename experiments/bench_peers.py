@@ -148,6 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the chosen cases and tools and write their results; 0, or 2 for a bad command line."""
     parser = build_parser()
     args = parser.parse_args(argv)
     args.command_line = script_command("bench_peers.py", argv)

@@ -9,7 +9,7 @@ independent draws of that tool's result. This script takes the header's rows fro
 ``--peers``, and prints per budget b:
 
 - every tool's mean over all its seeds and the header minus the best peer with a 95 % bootstrap
-  interval (``bench_peers.lead_over_best_peer``, on the pooled seeds);
+  interval (``benchkit.metrics.lead_over_best_peer``, on the pooled seeds);
 - the share of resampled ``k``-seed sets (``k`` seeds drawn with replacement from each tool's
   seeds, independently per tool, 20,000 times) in which the header's mean is above the mean of
   every peer at once, and in which it reaches each of ``--thresholds``.

@@ -50,12 +50,15 @@ class Landscape:
 
     @property
     def worst(self) -> float:
+        """The slowest successful time (1 when none succeeded): what a penalty is scaled by."""
         finite = self.times[np.isfinite(self.times)]
         return float(finite.max()) if finite.size else 1.0
 
 
 @dataclass
 class Case:
+    """A benchmark case: the problem's config table, its one input and the data of each value."""
+
     name: str
     config_path: Path
     base: dict[str, Any]  # the stripped config table
@@ -69,10 +72,12 @@ class Case:
 
     @property
     def inputs(self) -> list[str]:
+        """The input values, in the order of the data."""
         return [land.value for land in self.landscapes]
 
 
 def python_value(value: Any) -> Any:
+    """A numpy scalar as the Python value it holds (anything else unchanged)."""
     return value.item() if hasattr(value, "item") else value
 
 

@@ -69,6 +69,7 @@ def apply_override(data: dict[str, Any], assignment: str) -> None:
 
 
 def deep_merge(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    """Merge ``extra`` into ``base`` (tables key by key, other values copied); returns ``base``."""
     for key, value in extra.items():
         if isinstance(value, Mapping) and isinstance(base.get(key), dict):
             deep_merge(base[key], value)

@@ -187,6 +187,7 @@ def run_kernel_tuner(
     b: int,
     seed: int,
 ) -> list[dict]:
+    """Kernel Tuner's ``strategy``, ``b`` evaluations per input value (seeded); a row per value."""
     import kernel_tuner
 
     rows = []
@@ -303,6 +304,7 @@ def optuna_rows(case: Case, budgets: Sequence[int], seed: int) -> list[dict]:
 
 
 def random_search_rows(case: Case, budgets: Sequence[int]) -> list[dict]:
+    """The exact expectation of random search per input value and budget (seed -1: no seeds)."""
     rows = []
     for land in case.landscapes:
         draws = [min(b, len(land.times)) for b in budgets]

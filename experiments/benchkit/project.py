@@ -20,6 +20,7 @@ from benchkit.tools import BEST_MEASURED, HEADER
 
 
 def project_config_text(case: Case, b: int, seed: int) -> str:
+    """The case's stripped config with this seed and the budget ``n_inputs * b``, as TOML."""
     data = copy.deepcopy(case.base)
     data.setdefault("campaign", {})["seed"] = seed
     data.setdefault("sampling", {})["budget"] = len(case.landscapes) * b

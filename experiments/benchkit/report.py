@@ -22,6 +22,7 @@ from benchkit.tools import BEST_MEASURED, HEADER, RANDOM, tool_rows_order
 
 
 def format_cell(mean: float, sd: float, exact: bool = False) -> str:
+    """``mean ± sd`` (or ``mean (exact)``) to three decimals; ``n/a`` when not finite."""
     if not math.isfinite(mean):
         return "n/a"
     return f"{mean:.3f} (exact)" if exact else f"{mean:.3f} ± {sd:.3f}"
@@ -51,6 +52,7 @@ def lead_per_input_markdown(rows: pd.DataFrame) -> list[str]:
 def table_markdown(
     summary: pd.DataFrame, budgets: Sequence[int], order: Sequence[str], missing: Mapping[str, str]
 ) -> list[str]:
+    """The mean ± sd table: a row per tool and a column per b, then the best peer per b."""
     lines = [
         "| tool | " + " | ".join(f"b = {b}" for b in budgets) + " |",
         "|---|" + "---|" * len(budgets),
@@ -89,6 +91,7 @@ def table_markdown(
 
 
 def write_figure(summary: pd.DataFrame, order: Sequence[str], path: Path, title: str) -> bool:
+    """Fraction of optimum against b per tool, as a PNG; False when matplotlib is missing."""
     try:
         import matplotlib
 

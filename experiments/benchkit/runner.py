@@ -23,6 +23,7 @@ from benchkit.tools import HEADER, OPTUNA, RANDOM, installed
 
 
 def log(message: str) -> None:
+    """A progress line on stderr."""
     print(message, file=sys.stderr, flush=True)
 
 
@@ -57,6 +58,7 @@ class CaseRun:
         )
 
     def random_search(self) -> None:
+        """The exact random-search rows of every budget."""
         begin = time.perf_counter()
         new = random_search_rows(self.case, self.budgets)
         self.rows += new
@@ -64,6 +66,7 @@ class CaseRun:
         self.done(RANDOM, max(self.budgets), "exact", at_largest, begin)
 
     def project(self) -> None:
+        """One project campaign per (b, seed): its header and best-measured rows."""
         for b in self.budgets:
             for seed in self.seeds:
                 begin = time.perf_counter()
@@ -81,6 +84,7 @@ class CaseRun:
                 self.done("project", b, seed, new, begin)
 
     def kernel_tuner(self, strategies: Sequence[str]) -> None:
+        """Each Kernel Tuner strategy at every (b, seed), on caches made once per case."""
         if not installed("kernel_tuner"):
             for strategy in strategies:
                 self.missing[f"KT {strategy}"] = "not installed"
@@ -108,6 +112,7 @@ class CaseRun:
                 self.done(name, b, seed, new, begin)
 
     def optuna(self) -> None:
+        """Optuna TPE's rows, one study per input value and seed."""
         if not installed("optuna"):
             self.missing[OPTUNA] = "not installed"
             return

@@ -22,6 +22,7 @@ TOOL_ALIASES = {"kernel_tuner": tuple(f"kt_{s}" for s in KT_STRATEGIES), "kt": N
 
 
 def parse_tools(items: Sequence[str]) -> list[str]:
+    """``--tools`` items (aliases, comma lists) as tool ids in table order."""
     chosen: list[str] = []
     for item in items:
         for part in item.split(","):
@@ -45,6 +46,7 @@ def parse_tools(items: Sequence[str]) -> list[str]:
 
 
 def tool_rows_order(tools: Sequence[str]) -> list[str]:
+    """The row labels of the tool ids, in table order (``project`` gives two rows)."""
     order = []
     for tool in tools:
         if tool == "project":
@@ -59,6 +61,7 @@ def tool_rows_order(tools: Sequence[str]) -> list[str]:
 
 
 def installed(module: str) -> bool:
+    """Whether ``module`` can be imported."""
     try:
         __import__(module)
     except ImportError:

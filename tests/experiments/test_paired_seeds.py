@@ -10,13 +10,13 @@ import pytest
 from tests.experiments._scripts import load_benchkit, load_script
 
 paired_seeds = load_script("paired_seeds")
-bench = load_benchkit("tools")
+tools = load_benchkit("tools")
 
 
 def rows(values: dict[int, tuple[float, float]], b: int = 25, tool: str | None = None):
     """bench_peers rows: seed -> (fraction at input x, fraction at input y)."""
     return [
-        {"tool": tool or bench.HEADER, "case": "k", "b": b, "seed": seed, "input": i, "fraction": v}
+        {"tool": tool or tools.HEADER, "case": "k", "b": b, "seed": seed, "input": i, "fraction": v}
         for seed, pair in values.items()
         for i, v in zip(("x", "y"), pair, strict=True)
     ]
@@ -32,7 +32,7 @@ def test_differences_are_paired_by_seed_and_geomean_over_inputs(tmp_path):
     variant = write(
         tmp_path / "variant.csv",
         rows({0: (0.9, 0.9), 1: (1.0, 1.0), 2: (0.81, 0.9), 7: (1.0, 1.0)})
-        + rows({0: (0.1, 0.1)}, tool=bench.BEST_MEASURED),  # never counted
+        + rows({0: (0.1, 0.1)}, tool=tools.BEST_MEASURED),  # never counted
     )
     table = paired_seeds.paired(
         paired_seeds.header_rows([base], "k"), paired_seeds.header_rows([variant], "k")

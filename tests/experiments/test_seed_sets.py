@@ -9,7 +9,7 @@ import pytest
 from tests.experiments._scripts import load_benchkit, load_script
 
 seed_sets = load_script("seed_sets")
-bench = load_benchkit("tools")
+tools = load_benchkit("tools")
 
 
 def runs(tool: str, b: int, values, first_seed: int = 0) -> list[dict]:
@@ -24,17 +24,17 @@ def test_header_rows_come_from_header_files_and_peer_rows_from_peer_files(tmp_pa
     old = tmp_path / "old.csv"
     new = tmp_path / "new.csv"
     pd.DataFrame(
-        runs(bench.HEADER, 25, [0.1, 0.1])
+        runs(tools.HEADER, 25, [0.1, 0.1])
         + runs("peer", 25, [0.5, 0.6])
-        + runs(bench.BEST_MEASURED, 25, [0.9, 0.9])
+        + runs(tools.BEST_MEASURED, 25, [0.9, 0.9])
     ).to_csv(old, index=False)
-    pd.DataFrame(runs(bench.HEADER, 25, [0.8, 0.9]) + runs("peer", 25, [0.1, 0.1])).to_csv(
+    pd.DataFrame(runs(tools.HEADER, 25, [0.8, 0.9]) + runs("peer", 25, [0.1, 0.1])).to_csv(
         new, index=False
     )
     rows = seed_sets.load_rows([new], [old], "k")
     by_tool = rows.groupby("tool")["fraction"].mean()
-    assert set(by_tool.index) == {bench.HEADER, "peer"}
-    assert by_tool[bench.HEADER] == pytest.approx(0.85)  # from new.csv only
+    assert set(by_tool.index) == {tools.HEADER, "peer"}
+    assert by_tool[tools.HEADER] == pytest.approx(0.85)  # from new.csv only
     assert by_tool["peer"] == pytest.approx(0.55)  # from old.csv only
     with pytest.raises(ValueError, match="no rows of case"):
         seed_sets.load_rows([new], [old], "other")
@@ -43,11 +43,11 @@ def test_header_rows_come_from_header_files_and_peer_rows_from_peer_files(tmp_pa
 def test_shares_of_resampled_seed_sets():
     rng = np.random.default_rng(1)
     rows = pd.DataFrame(
-        runs(bench.HEADER, 25, rng.normal(0.9, 0.01, 30))
+        runs(tools.HEADER, 25, rng.normal(0.9, 0.01, 30))
         + runs("peer", 25, rng.normal(0.7, 0.01, 10))
-        + runs(bench.HEADER, 50, [0.95, 0.95, 0.95, 0.95, 0.3])  # one miss in five seeds
+        + runs(tools.HEADER, 50, [0.95, 0.95, 0.95, 0.95, 0.3])  # one miss in five seeds
         + runs("peer", 50, [0.85] * 5)
-        + [{"tool": bench.RANDOM, "case": "k", "b": 50, "seed": -1, "input": "x", "fraction": 0.5}]
+        + [{"tool": tools.RANDOM, "case": "k", "b": 50, "seed": -1, "input": "x", "fraction": 0.5}]
     )
     shares = seed_sets.seed_set_shares(rows, 5, [0.8, 0.9]).set_index("b")
     assert shares.loc[25, "above_all"] == 1.0 and shares.loc[25, "at_least"] == 1.0
@@ -77,7 +77,7 @@ def test_missing_file_is_a_usage_error(tmp_path, capsys):
 def test_report_is_written(tmp_path):
     data = tmp_path / "runs.csv"
     pd.DataFrame(
-        runs(bench.HEADER, 25, [0.9, 0.8, 0.85]) + runs("peer", 25, [0.7, 0.75, 0.6])
+        runs(tools.HEADER, 25, [0.9, 0.8, 0.85]) + runs("peer", 25, [0.7, 0.75, 0.6])
     ).to_csv(data, index=False)
     code = seed_sets.main(
         [
