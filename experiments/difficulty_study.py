@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
+from benchkit.provenance import header, provenance
 from scipy.stats import spearmanr
 
 from mlkaps_gpu.analysis import DEFAULT_PERCENTAGES, graph_from_table
@@ -151,6 +152,7 @@ def main() -> int:
             lines.append(f"- order by {column}: {order}")
     lines += ["", f"Total time {time.perf_counter() - started:.0f} s.", ""]
     report = "\n".join(lines)
+    report = header(provenance(), markdown=True) + report
     (args.out / "difficulty.md").write_text(report, encoding="utf-8")
     print(report)
     return 0

@@ -37,6 +37,7 @@ from typing import Any  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from benchkit.cases import CONFIGS  # noqa: E402
+from benchkit.provenance import header, provenance  # noqa: E402
 
 from mlkaps_gpu.campaign import parse_config, prepare  # noqa: E402
 from mlkaps_gpu.search import STRATEGIES, TabulatedObjective  # noqa: E402
@@ -232,7 +233,7 @@ def main() -> int:
                 + " | ".join(f"{values[t]:.3f}" for t in args.totals)
                 + " |"
             )
-    report = "\n".join(lines) + "\n"
+    report = header(provenance(), markdown=True) + "\n".join(lines) + "\n"
     suffix = "_quick" if args.quick else ""
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"pipeline_vs_direct{suffix}.md").write_text(report, encoding="utf-8")

@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from benchkit.cases import CONFIGS
+from benchkit.provenance import header, provenance
 from scipy.stats import qmc
 from threadpoolctl import threadpool_limits
 
@@ -473,7 +474,7 @@ def main() -> int:
             text += (
                 f" ({executor.measured} kernel measurements, {executor.seconds:.0f} s measuring)"
             )
-        stem.with_suffix(".md").write_text(text + "\n")
+        stem.with_suffix(".md").write_text(header(provenance(), markdown=True) + text + "\n")
         plot(table, name, stem.with_suffix(".png"))
         print(text)
     return 0
