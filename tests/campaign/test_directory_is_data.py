@@ -219,6 +219,7 @@ design_columns = ["a", "variant"]
 files = {{ gpu = {{ {", ".join(files)} }} }}
 
 [sampling]
+method = "lhs"
 budget = 24
 
 [trees]
