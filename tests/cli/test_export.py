@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -17,8 +19,9 @@ from mlkaps_gpu.campaign._config import load_config
 from mlkaps_gpu.cli._export import add_parser, export_header, run
 from mlkaps_gpu.codegen import boundary_inputs, compile_check, target_macro
 from mlkaps_gpu.codegen._compiled import CompiledHeader
-from mlkaps_gpu.testing import write_config
+from mlkaps_gpu.testing import write_config, write_toy_kernel
 from tests.codegen.test_multi_target import by_name, codes_of, finite_rows, program_answers
+from tests.toy import importable
 
 SHIFTED_KERNEL = '''
 import math
@@ -39,17 +42,28 @@ def _tune(config: Path, out: Path) -> Campaign:
     return campaign
 
 
-@pytest.fixture
-def toy_campaigns(kernel_path: Path, tmp_path: Path) -> list[Campaign]:
-    (kernel_path / "toy_shifted.py").write_text(SHIFTED_KERNEL)
-    first = write_config(kernel_path, budget=60, name="a.toml")
+@pytest.fixture(scope="module")
+def _kernels(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The toy and the shifted kernel modules, importable while the module's tests run."""
+    folder = tmp_path_factory.mktemp("export_kernels")
+    write_toy_kernel(folder)
+    (folder / "toy_shifted.py").write_text(SHIFTED_KERNEL)
+    sys.modules.pop("toy_shifted", None)
+    with importable(folder):
+        yield folder
+
+
+@pytest.fixture(scope="module")
+def toy_campaigns(_kernels: Path) -> list[Campaign]:
+    """Two toy campaigns (the second on the shifted kernel), tuned once for the module."""
+    first = write_config(_kernels, budget=60, name="a.toml")
     text = first.read_text().replace("verify_inputs = 2000", "verify_inputs = 200")
     first.write_text(text)
-    second = kernel_path / "b.toml"
+    second = _kernels / "b.toml"
     second.write_text(
         text.replace("seed = 3", "seed = 11").replace("toy_kernel:model", "toy_shifted:model")
     )
-    return [_tune(first, tmp_path / "camp_a"), _tune(second, tmp_path / "camp_b")]
+    return [_tune(first, _kernels / "camp_a"), _tune(second, _kernels / "camp_b")]
 
 
 def _check_export(campaigns: list[Campaign], names: list[str], tmp_path: Path) -> None:
@@ -104,7 +118,7 @@ def test_export_toy_campaigns(toy_campaigns: list[Campaign], tmp_path: Path) -> 
     _check_export(toy_campaigns, ["fast", "shifted-B"], tmp_path)
 
 
-def test_export_refusals(toy_campaigns: list[Campaign], tmp_path: Path, kernel_path: Path) -> None:
+def test_export_refusals(toy_campaigns: list[Campaign], tmp_path: Path, _kernels: Path) -> None:
     directories = [c.directory for c in toy_campaigns]
     with pytest.raises(CampaignError, match="1 name"):
         export_header(directories, tmp_path / "x.h", names=["a"])
@@ -114,8 +128,8 @@ def test_export_refusals(toy_campaigns: list[Campaign], tmp_path: Path, kernel_p
     path = export_header(directories, tmp_path / "x.h", default="camp_b")
     assert "MLKAPS_TARGET_CAMP_A" in path.read_text()
     # a campaign with another input range is refused, naming the parameter and the campaign
-    wider = kernel_path / "wide.toml"
-    wider.write_text((kernel_path / "b.toml").read_text().replace("[16, 4096]", "[16, 8192]"))
+    wider = tmp_path / "wide.toml"
+    wider.write_text((_kernels / "b.toml").read_text().replace("[16, 4096]", "[16, 8192]"))
     other = _tune(wider, tmp_path / "camp_wide")
     with pytest.raises(CampaignError, match=r"camp_wide.*input parameter 'n'"):
         export_header([directories[0], other.directory], tmp_path / "y.h")
