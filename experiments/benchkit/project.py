@@ -10,6 +10,7 @@ import math
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -17,6 +18,10 @@ from benchkit.cases import Case, restrict_files
 from benchkit.configs import to_toml
 from benchkit.metrics import fraction_of_optimum
 from benchkit.tools import BEST_MEASURED, HEADER
+
+if TYPE_CHECKING:
+    from mlkaps_gpu.campaign import Campaign
+    from mlkaps_gpu.codegen import CompiledHeader
 
 
 def project_config_text(case: Case, b: int, seed: int) -> str:
@@ -67,9 +72,22 @@ def run_project(case: Case, b: int, seed: int, workdir: Path) -> tuple[list[dict
         prefix=config.trees.prefix,
         build_dir=directory / "build",
     )
+    rows = scored_rows(case, campaign, compiled, config.kernel.objective, b, seed)
+    return rows, tune_seconds
+
+
+def scored_rows(
+    case: Case,
+    campaign: Campaign,
+    compiled: CompiledHeader,
+    objective: str,
+    b: int,
+    seed: int,
+) -> list[dict]:
+    """The header's answer for each input value, measured on the replay, and the best
+    configuration the campaign measured there: two rows per value, scored on the case's data."""
     executor = campaign.setup.executor
     space = campaign.space
-    objective = config.kernel.objective
     values = list(space.parameters[case.input_name].domain_values())
     chosen = compiled(pd.DataFrame({case.input_name: values}))
     chosen.insert(0, case.input_name, values)
@@ -105,4 +123,4 @@ def run_project(case: Case, b: int, seed: int, workdir: Path) -> tuple[list[dict
                 "status": "ok" if math.isfinite(best_time) else "none",
             }
         )
-    return rows, tune_seconds
+    return rows
