@@ -32,7 +32,7 @@ from mlkaps_gpu.campaign._config import (  # noqa: E402
     MAX_OBJECTIVES,
     MAX_PARAMETERS,
     STORE_COLUMNS,
-    ConfigFile,
+    CampaignConfig,
     DesignSection,
     show_value,
 )
@@ -236,7 +236,7 @@ def section(name: str, info: FieldInfo) -> list[str]:
 def render() -> str:
     """The whole reference."""
     parts = [HEADER]
-    for name, info in ConfigFile.model_fields.items():
+    for name, info in CampaignConfig.model_fields.items():
         parts.append("\n".join(section(name, info)) + "\n")
     reserved = ", ".join(f"`{n}`" for n in sorted(RESERVED_C_NAMES, key=str.lower))
     parts.append(

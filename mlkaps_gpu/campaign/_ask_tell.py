@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from mlkaps_gpu.campaign._stage_sampling import restore_sampler
 from mlkaps_gpu.executors import ExecutorError, told_results
 from mlkaps_gpu.sampling import Sampler
 
@@ -42,15 +43,15 @@ def _sampler(campaign: Campaign) -> Sampler:
     """The campaign's sampler, built once and told every stored measurement."""
     sampler = _SAMPLERS.get(campaign)
     if sampler is None:
-        sampler, _ = campaign._resumed_sampler()
+        sampler = campaign.make_sampler()
+        restore_sampler(sampler, campaign.store)
         _SAMPLERS[campaign] = sampler
     return sampler
 
 
 def remaining(campaign: Campaign) -> int:
     """Measurements still to tell before the sampling budget is spent."""
-    budget = getattr(campaign, "sampling_budget", campaign.config.sampling.budget)
-    return max(0, int(budget) - len(campaign.store))
+    return max(0, campaign.sampling_budget - len(campaign.store))
 
 
 def ask(campaign: Campaign, n: int | None = None) -> pd.DataFrame:

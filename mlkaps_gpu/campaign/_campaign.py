@@ -50,7 +50,6 @@ from mlkaps_gpu.campaign._setup import Setup, prepare
 from mlkaps_gpu.campaign._stage_context import Progress
 from mlkaps_gpu.campaign._stage_modeling import load_models
 from mlkaps_gpu.campaign._stage_optimization import read_optima
-from mlkaps_gpu.campaign._stage_sampling import restore_sampler
 from mlkaps_gpu.campaign._stages import CampaignStages
 from mlkaps_gpu.campaign._store import SampleStore, StoreError
 from mlkaps_gpu.executors import ExternalExecutor
@@ -280,11 +279,6 @@ class Campaign:
         measurements before asking, so a resumed campaign draws what an uninterrupted one
         would have drawn."""
         return self.stages.sampler(self.sampling_budget)
-
-    def _resumed_sampler(self) -> tuple[Sampler, int]:
-        """A new sampler told every stored measurement, and how many it was told."""
-        sampler = self.make_sampler()
-        return sampler, restore_sampler(sampler, self.store)
 
     def sample(self, progress: Progress | None = None) -> dict[str, Any]:
         """The sampling stage: measure until the sampling budget is spent (resuming from what

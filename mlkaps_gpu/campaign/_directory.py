@@ -239,16 +239,14 @@ def config_for_reading(directory: Path, text: str, base: Path) -> tuple[Campaign
         error, problem = failure, str(failure)
     import tomllib
 
-    from mlkaps_gpu.campaign._config import ConfigFile, _campaign_config
-
     try:
         data = tomllib.loads(text)
         data["kernel"] = {"executor": "external"}
         data.pop("transfer", None)
-        model = ConfigFile.model_validate(data, context={"base": str(base)})
+        config = CampaignConfig.model_validate(data, context={"base": str(base)})
     except ValueError:  # TOML and validation errors: the original error says more
         raise error from None
-    config = _campaign_config(model, text, base / "config.toml", "config.toml")
+    config.bind(text, base / "config.toml", "config.toml")
     selector = ReadOnlyCampaign(directory).load_selector()
     validity = selector.model_.validity
     constraints = [] if validity is None else list(validity.constraints)
@@ -286,10 +284,9 @@ def atomic_write(path: Path, data: bytes) -> None:
     write_atomically(path, data, unique=False)
 
 
-def config_folder(config: CampaignConfig) -> str | None:
-    """The folder a configuration's relative paths are relative to (None without a file)."""
-    path = getattr(config, "path", None)
-    return str(Path(path).resolve().parent) if path is not None else None
+def config_folder(config: CampaignConfig) -> str:
+    """The folder a configuration's relative paths are relative to."""
+    return str(config.path.resolve().parent)
 
 
 def write_json(path: Path, data: Any) -> None:

@@ -33,10 +33,10 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from mlkaps_gpu.campaign._config import CampaignConfig, ConfigError, ExecutionConfig
+from mlkaps_gpu.campaign._config import CampaignConfig, ConfigError
 from mlkaps_gpu.campaign._setup import prepare
 from mlkaps_gpu.campaign._store import SampleStore
-from mlkaps_gpu.executors import DaskExecutor, Executor
+from mlkaps_gpu.executors import DaskExecutor, ExecutionSettings, Executor
 from mlkaps_gpu.sampling import LHSSampler, RandomSampler, Sampler
 
 if TYPE_CHECKING:
@@ -80,7 +80,9 @@ def asks_ahead(sampler: Sampler) -> bool:
 
 
 @contextmanager
-def connect(execution: ExecutionConfig, *, label: str = "<config>") -> Iterator[tuple[Client, int]]:
+def connect(
+    execution: ExecutionSettings, *, label: str = "<config>"
+) -> Iterator[tuple[Client, int]]:
     """A client of the configured cluster and the number of workers batches are split over.
 
     Raises:
@@ -115,7 +117,7 @@ def connect(execution: ExecutionConfig, *, label: str = "<config>") -> Iterator[
         cluster.close()
 
 
-def _make_cluster(execution: ExecutionConfig, label: str) -> Any:
+def _make_cluster(execution: ExecutionSettings, label: str) -> Any:
     options = dict(execution.options)
     try:
         if execution.cluster == "slurm":
@@ -292,10 +294,9 @@ def _measure(
 def _failure_watch(config: CampaignConfig, store: SampleStore) -> Callable[[pd.DataFrame], None]:
     """The local path's early stop (``FailureWatch`` of the sampling stage), for this store's
     campaign directory."""
-    from mlkaps_gpu.campaign._stage_sampling import DEFAULT_STOP_AFTER_FAILURES, FailureWatch
+    from mlkaps_gpu.campaign._stage_sampling import FailureWatch
 
-    limit = getattr(config.sampling, "stop_after_failures", DEFAULT_STOP_AFTER_FAILURES)
-    return FailureWatch(store.path.parent, limit).check
+    return FailureWatch(store.path.parent, config.sampling.stop_after_failures).check
 
 
 def _first_completed(futures: list[Future]) -> set[Future]:

@@ -6,15 +6,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from mlkaps_gpu.campaign._config import (
-    CampaignConfig,
-    ConfigError,
+from mlkaps_gpu.campaign._config import CampaignConfig
+from mlkaps_gpu.campaign._config_checks import (
     build_space,
     check_names,
     check_space,
     parameters_from_specs,
-    show_value,
 )
+from mlkaps_gpu.campaign._config_errors import ConfigError, show_value
 from mlkaps_gpu.executors import (
     CffiKernelSettings,
     CommandKernelSettings,
@@ -46,8 +45,8 @@ def prepare(config: CampaignConfig) -> Setup:
     """Build the space and executor of a configuration; raise ConfigError on any problem."""
     label = config.path.name
     kernel = config.kernel
-    inputs = parameters_from_specs(label, "inputs", config.input_specs)
-    design = parameters_from_specs(label, "design", config.design_specs)
+    inputs = parameters_from_specs(label, "inputs", config.inputs)
+    design = parameters_from_specs(label, "design", config.design.parameters())
     expert = None
     if kernel.executor == "python":
         executor: Executor = _python_executor(config)
@@ -254,8 +253,6 @@ def _builtin_executor(
                 f"(shipped: {', '.join(sorted(BUILTIN_KERNELS))})"
             )
         kernel = load_builtin(name)
-    if not config.constraints:
-        config.constraints = list(kernel.constraints)
     try:
         executor = kernel.make_executor(**settings.options)
     except (ExecutorError, TypeError, ValueError) as error:

@@ -101,7 +101,10 @@ class CampaignStages:
         """What the models learn from (the ``[transfer]`` sources read once)."""
         if self._training is None:
             self._training = TrainingSamples(
-                self.store, self.setup.space, self.setup.objectives, self.config.transfer_sources
+                self.store,
+                self.setup.space,
+                self.setup.objectives,
+                [Path(source) for source in self.config.transfer.sources],
             )
         return self._training
 
@@ -133,7 +136,7 @@ class CampaignStages:
                 points=grid if 0 < len(grid) <= EXPLOIT_GRID_LIMIT else None,
                 feature_space=setup.space,
                 extra_training=transfer if len(transfer) else None,
-                warm_start=self.config.transfer_warm_start if len(transfer) else 0.0,
+                warm_start=self.config.transfer.warm_start if len(transfer) else 0.0,
             )
         return Sampler.from_settings(self.config.sampling, self.sampling_space, parts)
 

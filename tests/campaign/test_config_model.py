@@ -14,8 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mlkaps_gpu.campaign import ConfigError, load_config, parse_config, prepare
-from mlkaps_gpu.campaign._config import ConfigFile
+from mlkaps_gpu.campaign import CampaignConfig, ConfigError, load_config, parse_config, prepare
 from mlkaps_gpu.cli._main import main
 from mlkaps_gpu.executors import EXECUTOR_SETTINGS
 
@@ -81,7 +80,7 @@ def test_defaults_are_the_documented_ones() -> None:
     execution = config.execution
     assert (execution.backend, execution.cluster, execution.scheduler) == ("local", "local", None)
     assert (execution.workers, execution.in_flight, execution.options) == (1, 2, {})
-    assert (config.transfer_sources, config.transfer_warm_start) == ([], 0.2)
+    assert (config.transfer.sources, config.transfer.warm_start) == ([], 0.2)
 
 
 def test_batch_size_defaults_to_five_percent_of_the_budget() -> None:
@@ -348,7 +347,7 @@ def test_config_reference_is_current() -> None:
 
 def test_config_reference_lists_every_key() -> None:
     reference = (ROOT / "docs" / "config.md").read_text()
-    for section, info in ConfigFile.model_fields.items():
+    for section, info in CampaignConfig.model_fields.items():
         assert f"## [{section}]" in reference
         models = EXECUTOR_SETTINGS.values() if section == "kernel" else [info.annotation]
         for model in models:
@@ -391,7 +390,7 @@ def test_documentation_toml_blocks(
     if block.startswith("# fragment"):
         assert "kernel" not in data, "a fragment with a [kernel] section is a complete example"
         for section, table in data.items():
-            annotation = ConfigFile.model_fields[section].annotation
+            annotation = CampaignConfig.model_fields[section].annotation
             annotation.model_validate(table, context={"base": str(tmp_path)})
         return
     assert "kernel" in data, "a block without [kernel] must start with '# fragment'"

@@ -15,13 +15,11 @@ import pandas as pd
 import pytest
 
 from mlkaps_gpu.campaign import Campaign, ConfigError, load_config
-from mlkaps_gpu.campaign._config import ExecutionConfig
 from mlkaps_gpu.campaign._distributed import asks_ahead, connect
 from mlkaps_gpu.campaign._setup import prepare
-from mlkaps_gpu.executors import OK, RUNTIME_ERROR
+from mlkaps_gpu.executors import OK, RUNTIME_ERROR, ExecutionSettings
 from mlkaps_gpu.sampling import GAAdaptiveSampler, LHSSampler, RandomSampler
-
-from .conftest import write_config
+from mlkaps_gpu.testing import write_config
 
 distributed = pytest.importorskip("distributed")
 
@@ -162,18 +160,18 @@ def test_asks_ahead_only_for_samplers_that_ignore_results(kernel_path: Path) -> 
 
 def test_cluster_configuration_errors() -> None:
     with pytest.raises(ConfigError, match="worker_gpus: must list one device per worker"):
-        with connect(ExecutionConfig(backend="dask", workers=2, options={"worker_gpus": [0]})):
+        with connect(ExecutionSettings(backend="dask", workers=2, options={"worker_gpus": [0]})):
             pass
     try:
         import dask_jobqueue  # noqa: F401
     except ImportError:
         with pytest.raises(ConfigError, match="needs dask-jobqueue"):
-            with connect(ExecutionConfig(backend="dask", cluster="slurm")):
+            with connect(ExecutionSettings(backend="dask", cluster="slurm")):
                 pass
 
 
 def test_worker_gpus_give_each_worker_its_own_device() -> None:
-    execution = ExecutionConfig(backend="dask", workers=2, options={"worker_gpus": [1, 0]})
+    execution = ExecutionSettings(backend="dask", workers=2, options={"worker_gpus": [1, 0]})
     with connect(execution) as (client, workers):
         assert workers == 2
         devices = client.run(lambda: os.environ.get("CUDA_VISIBLE_DEVICES"))
