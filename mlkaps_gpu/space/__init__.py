@@ -30,15 +30,10 @@ from mlkaps_gpu.space._identifiers import (
     check_identifier,
 )
 from mlkaps_gpu.space._listed import ListedRows, PointIndex
+from mlkaps_gpu.space._neighbours import NEIGHBOUR_KINDS, nearest_codes, select_neighbours
 from mlkaps_gpu.space._parameter_spec import MAX_LEVELS, MAX_VALUES, ParameterSpec, Scalar
 from mlkaps_gpu.space._parameters import KINDS, Parameter, SpaceError, parse_value
-from mlkaps_gpu.space._space import (
-    NEIGHBOUR_KINDS,
-    Space,
-    nearest_codes,
-    radix,
-    select_neighbours,
-)
+from mlkaps_gpu.space._space import Space, radix
 from mlkaps_gpu.space._t1 import T1SearchSpace, load_t1
 
 __all__ = [
