@@ -30,17 +30,16 @@ from mlkaps_gpu.validation._merge import (
     ships,
     write_merge,
 )
+from mlkaps_gpu.validation._paired_statistics import DEFAULT_ALPHA
 from mlkaps_gpu.validation._report import DEFAULT_FOLDS, build_report, write_report
 from mlkaps_gpu.validation._validate import (
-    DEFAULT_ALPHA,
     DEFAULT_REPEATS,
     Validation,
-    parse_grid,
     reassess,
     validate,
-    validation_grid,
     write_validation,
 )
+from mlkaps_gpu.validation._validation_grid import parse_grid, validation_grid
 
 __all__ = [
     "DEFAULT_HEADROOM_NEIGHBOURS",

@@ -19,16 +19,15 @@ from mlkaps_gpu.validation._expert import (
     campaign_header,
     resolve_reference,
 )
-from mlkaps_gpu.validation._validate import (
+from mlkaps_gpu.validation._paired_statistics import (
     cost_matrices,
     noise_threshold,
     paired_differences,
-    parse_grid,
     point_statistics,
     summarize,
-    validate,
-    validation_grid,
 )
+from mlkaps_gpu.validation._validate import validate
+from mlkaps_gpu.validation._validation_grid import parse_grid, validation_grid
 
 from .paired import (
     REFERENCE,
