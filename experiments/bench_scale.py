@@ -35,6 +35,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from benchkit import provenance
+
 KERNEL = '''
 import math
 
@@ -252,13 +254,14 @@ def main(argv: list[str] | None = None) -> int:
         result = child(args.methods[0], args.sizes[0], args.batch, args.trees, args.profile)
         print(json.dumps(result))
         return 0
+    lines = provenance.provenance()  # the commit and load when the run starts
     plan = [(m, s) for m in args.methods for s in args.sizes]
     plan += [("ga_adaptive", s) for s in args.ga_sizes]
     rows = []
     for method, size in plan:
         print(f"running {method} {size:,} ...", file=sys.stderr, flush=True)
         rows.append(run_size(method, size, args.batch, args.trees, args.profile))
-    print(table(rows))
+    print(provenance.header(lines, markdown=True) + table(rows))
     for line in verdict(rows):
         print(line)
     if args.json:

@@ -34,6 +34,7 @@ import tempfile
 from pathlib import Path
 
 import pandas as pd
+from benchkit.provenance import header, provenance
 from benchkit.repo_scripts import script_module
 
 from mlkaps_gpu.codegen import NamePlan, render_header
@@ -242,6 +243,7 @@ def main() -> int:
             net_if = times.loc[("select_if", pattern), "p10"] - times.loc[("empty", pattern), "p10"]
             row["net select_if p10"] = round(float(net_if), 2)
             rows.append(row)
+    print(header(provenance(), markdown=True))
     print(
         f"ns per call over {args.repeats} passes of 2**18 calls timed in chunks of 4096 "
         f"({args.compiler} -O2): 10th percentile (the machine is shared: most chunks are "

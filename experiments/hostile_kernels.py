@@ -23,6 +23,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from benchkit.provenance import header, provenance
+
 #: the hostile tests' kernels.py (``slow`` sleeps 0.3 s; every kernel logs its call to calls.log)
 KERNELS = Path(__file__).resolve().parent.parent / "tests" / "hostile" / "kernels.py"
 
@@ -120,6 +122,7 @@ def main() -> int:
         folder = Path(name)
         shutil.copyfile(KERNELS, folder / "kernels.py")
         env_note = f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}"
+        print(header(provenance(), markdown=True))
         print(f"# issue 19, Done-when 3 ({env_note})\n")
         print("| two tunes on one directory | |\n|---|---|")
         print("\n".join(concurrent_tunes(folder, args.budget, args.timeout)))

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from benchkit.provenance import header, provenance
 
 from mlkaps_gpu.executors import TimingPolicy, summarize
 from mlkaps_gpu.kernels import available_cores, load_builtin
@@ -117,6 +118,8 @@ def main() -> None:
         "tile_n": args.tile_n,
         "threads": args.threads,
     }
+    lines = provenance()
+    print(header(lines, markdown=True))
     print(f"configuration: {row}")
     cache = tempfile.mkdtemp(prefix="timing_noise_")
     started = time.perf_counter()
@@ -196,7 +199,8 @@ def main() -> None:
     print(f"policy: warmup={policy.warmup} repeats={policy.repeats}; {elapsed:.1f} s")
 
     if args.json:
-        out: dict[str, Any] = {"configuration": row, "env": worker_env, "table": table}
+        out: dict[str, Any] = {"provenance": lines, "configuration": row}
+        out |= {"env": worker_env, "table": table}
         out["policy"] = {"warmup": policy.warmup, "repeats": policy.repeats}
         with open(args.json, "w") as handle:
             json.dump(out, handle, indent=2)
