@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from benchkit import provenance
 from benchkit.cases import CONFIGS
 
 from mlkaps_gpu.campaign import Campaign, parse_config
@@ -92,6 +93,7 @@ def main() -> int:
     summary = pd.concat(
         {"mean": grouped.mean(), "std": grouped.std(ddof=0), "min": grouped.min()}, axis=1
     ).unstack("budget")
+    print(provenance.header(provenance.provenance(), markdown=True), end="")
     print(f"\nFraction of optimum per GPU (sampler {args.method}, {args.seeds} seeds)")
     header = "| GPU | " + " | ".join(f"b={b}: mean ± std (min)" for b in args.budgets) + " |"
     print(header)

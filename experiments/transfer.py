@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
+from benchkit import provenance
 from benchkit.cases import CONFIGS
 
 from mlkaps_gpu.campaign import Campaign, parse_config
@@ -134,6 +135,7 @@ def main() -> int:
     if args.out:
         table.to_csv(args.out, index=False)
     summary = table.groupby(["gpu", "mode", "budget"])["fraction"].mean().unstack("budget")
+    print(provenance.header(provenance.provenance(), markdown=True), end="")
     print(
         f"\nFraction of optimum on the left-out GPU ({args.seeds} seeds; sources: "
         f"{args.source_budget} evaluations on each other GPU)"

@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+from benchkit import provenance
 from benchkit.repo_scripts import script_module
 
 from mlkaps_gpu.trees import (
@@ -100,6 +101,7 @@ def main() -> int:
             depths = args.depths
         rows += compare(model, depths, args.partitions)
     table = pd.DataFrame(rows)
+    print(provenance.header(provenance.provenance(), markdown=True), end="")
     print(
         "Predicted relative regret at the optima points (of what select returns), total leaves,"
         " and % of a dense grid where the raw trees break a constraint."
