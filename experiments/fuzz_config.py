@@ -18,6 +18,8 @@ import time
 import traceback
 from pathlib import Path
 
+from benchkit import provenance
+
 from mlkaps_gpu.campaign import ConfigError, parse_config, prepare
 from mlkaps_gpu.testing import random_config
 
@@ -52,6 +54,7 @@ def main() -> int:
                 outcomes["traceback"] += 1
                 failures.append((index, traceback.format_exc(limit=3)))
     seconds = time.perf_counter() - started
+    print(provenance.header(provenance.provenance(), markdown=True), end="")
     print("| outcome | count |\n|---|---|")
     for outcome in ("accepted", "rejected", "multi-line message", "traceback"):
         print(f"| {outcome} | {outcomes[outcome]} |")
