@@ -18,7 +18,7 @@ import pytest
 from hypothesis import settings
 
 from mlkaps_gpu.testing import write_toy_kernel
-from tests.toy import ToyCampaigns
+from tests.toy import ToyCampaigns, stub_rendering
 
 # Property tests draw the same examples on every run (and keep no example database), so that a
 # run is reproducible; a failure found once is added as an explicit test case.
@@ -57,3 +57,9 @@ def _toy_campaigns(tmp_path_factory: pytest.TempPathFactory) -> ToyCampaigns:
 def toy_campaign(_toy_campaigns: ToyCampaigns, kernel_path: Path) -> ToyCampaigns:
     """The session's tuned toy campaigns, with the toy kernel on the path for this test."""
     return _toy_campaigns
+
+
+@pytest.fixture
+def quick_png(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Figures are built but not rendered into PNG (see :func:`tests.toy.stub_rendering`)."""
+    stub_rendering(monkeypatch)

@@ -1,4 +1,5 @@
-"""Toy campaigns tuned once per test session (the ``toy_campaign`` fixture of conftest.py)."""
+"""Helpers the test folders share: toy campaigns tuned once per test session (the
+``toy_campaign`` fixture of conftest.py) and figures built without being rendered."""
 
 from __future__ import annotations
 
@@ -56,3 +57,19 @@ class ToyCampaigns:
         """A copy of :meth:`tuned` at ``destination``, for a test that changes the campaign."""
         shutil.copytree(self.tuned(budget=budget, method=method, batch=batch), destination)
         return destination
+
+
+#: What a PNG file starts with.
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def stub_rendering(patch: pytest.MonkeyPatch) -> None:
+    """Figures are built but not rendered (rendering is tested where it matters:
+    tests/analysis/test_report_figures.py and the browser test)."""
+    from mlkaps_gpu.analysis import _plots
+
+    def header_only(figure: object) -> bytes:
+        _plots._pyplot().close(figure)
+        return PNG + b"stub"
+
+    patch.setattr(_plots, "_png", header_only)

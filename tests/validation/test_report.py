@@ -15,26 +15,9 @@ from mlkaps_gpu.validation import _report
 from mlkaps_gpu.validation._expert import FixedConfiguration
 from mlkaps_gpu.validation._merge import merge, write_merge
 from mlkaps_gpu.validation._validate import validate, write_validation
+from tests.toy import PNG, stub_rendering
 
 from .paired import REFERENCE, copied_campaign, kernel_on_path
-
-PNG = b"\x89PNG\r\n\x1a\n"
-
-
-def stub_rendering(patch: pytest.MonkeyPatch) -> None:
-    """Figures are built but not rendered (rendering is tested where it matters)."""
-    from mlkaps_gpu.analysis import _plots
-
-    def header_only(figure: object) -> bytes:
-        _plots._pyplot().close(figure)
-        return PNG + b"stub"
-
-    patch.setattr(_plots, "_png", header_only)
-
-
-@pytest.fixture
-def quick_png(monkeypatch: pytest.MonkeyPatch) -> None:
-    stub_rendering(monkeypatch)
 
 
 @pytest.fixture(scope="module")
