@@ -32,6 +32,7 @@ prefix = "gemm_cpu"
 pytestmark = [
     pytest.mark.compiler,
     pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler (cc)"),
+    pytest.mark.integration,
 ]
 
 
