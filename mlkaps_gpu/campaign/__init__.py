@@ -20,6 +20,7 @@ _PUBLIC = {
     "CampaignStages": ("_stages", "CampaignStages"),
     "CodegenStage": ("_stage_codegen", "CodegenStage"),
     "ConfirmationStage": ("_stage_confirmation", "ConfirmationStage"),
+    "Decided": ("_stage_decisions", "Decided"),
     "DecisionStage": ("_stage_decisions", "DecisionStage"),
     "ModelingStage": ("_stage_modeling", "ModelingStage"),
     "OptimizationStage": ("_stage_optimization", "OptimizationStage"),
@@ -49,6 +50,7 @@ __all__ = [
     "CodegenStage",
     "ConfigError",
     "ConfirmationStage",
+    "Decided",
     "DecisionStage",
     "ModelingStage",
     "OptimizationStage",
@@ -83,7 +85,7 @@ if TYPE_CHECKING:
     from mlkaps_gpu.campaign._stage_codegen import CodegenStage
     from mlkaps_gpu.campaign._stage_confirmation import ConfirmationStage
     from mlkaps_gpu.campaign._stage_context import StageContext
-    from mlkaps_gpu.campaign._stage_decisions import DecisionStage
+    from mlkaps_gpu.campaign._stage_decisions import Decided, DecisionStage
     from mlkaps_gpu.campaign._stage_modeling import ModelingStage, TrainingSamples
     from mlkaps_gpu.campaign._stage_optimization import OptimizationStage
     from mlkaps_gpu.campaign._stage_sampling import SamplingStage

@@ -362,7 +362,7 @@ class Campaign:
             confirm = self.stages.confirmation(decisions, self.confirm_share)
             optima, fitted, confirmation = confirm.run(optima)
         else:
-            fitted = decisions.fit_on_predictions(optima, self.load_models()[0])
+            fitted = decisions.run(optima, surrogate=self.load_models()[0]).fitted
         details = self.stages.codegen().run(fitted, self._provenance(), confirmation)
         return self._finish("trees", details)
 

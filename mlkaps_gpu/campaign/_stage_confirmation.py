@@ -84,9 +84,9 @@ class ConfirmationStage:
         verification.json records."""
         context, decisions = self.context, self.decisions
         space, store = context.space, context.store
-        score = decisions.evidence_score()
-        optima = decisions.decide(optima, score)
-        fitted = decisions.fit_on_evidence(optima, score)
+        decided = decisions.run(optima)
+        optima, fitted, score = decided.optima, decided.fitted, decided.score
+        assert score is not None  # decided from the evidence
         spent = {"answers": 0, "neighbours": 0, "unconfirmed": 0, "measured_instead": 0}
         rounds = 0
         while rounds < CONFIRM_ROUNDS and len(store) < self.budget:
@@ -106,9 +106,9 @@ class ConfirmationStage:
             store.append(rows, *context.measure(rows))
             spent[kind] += len(rows)
             rounds += 1
-            score = decisions.evidence_score()
-            optima = decisions.decide(optima, score)
-            fitted = decisions.fit_on_evidence(optima, score)
+            decided = decisions.run(optima)
+            optima, fitted, score = decided.optima, decided.fitted, decided.score
+            assert score is not None
         # The budget (or the rounds) ended before some answers were measured: where the point
         # has measurements, ship a configuration measured there rather than an unconfirmed guess.
         unconfirmed = ~score.evidence.tried(decisions.answers(fitted.selector, optima))

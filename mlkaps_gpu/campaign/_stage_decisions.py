@@ -9,6 +9,7 @@ with several objectives or ``prefer_measured = false``, by the saved surrogate's
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -32,6 +33,22 @@ from mlkaps_gpu.trees import (
     TreesSettings,
     fit_selector,
 )
+
+
+@dataclass
+class Decided:
+    """What the decisions stage returns.
+
+    Attributes:
+        optima: one row per grid point with the configuration it ships.
+        fitted: the trees fitted on them (``fitted.selector`` answers).
+        score: the evidence they were decided and judged with (None when the surrogate's
+            predictions judged them).
+    """
+
+    optima: pd.DataFrame
+    fitted: FittedSelector
+    score: EvidenceScore | None = None
 
 
 class DecisionStage:
@@ -76,6 +93,17 @@ class DecisionStage:
             )
 
         return cls(context, settings, ensemble=ensemble, training=training)
+
+    def run(self, optima: pd.DataFrame, *, surrogate: Surrogate | None = None) -> Decided:
+        """Decide and fit. Without ``surrogate``: every grid point's decision from the
+        evidence (measurements and the ensemble fitted now), the trees judged by it; with one
+        (several objectives, or ``prefer_measured = false``): the optimizer's optima as they
+        are, the trees judged by its predictions."""
+        if surrogate is not None:
+            return Decided(optima, self.fit_on_predictions(optima, surrogate))
+        score = self.evidence_score()
+        decided = self.decide(optima, score)
+        return Decided(decided, self.fit_on_evidence(decided, score), score)
 
     def evidence_score(self) -> EvidenceScore:
         """Measurements and the ensemble fitted on every training sample (the transferred ones
@@ -146,4 +174,4 @@ class DecisionStage:
         return pd.concat([inputs, chosen], axis=1)[space.names]
 
 
-__all__ = ["DecisionStage"]
+__all__ = ["Decided", "DecisionStage"]

@@ -182,8 +182,11 @@ class CampaignStages:
 
     def decisions(self) -> DecisionStage:
         """The decisions and trees stage of ``[trees]``."""
-        return DecisionStage(
-            self.context(), self.config.trees, ensemble=self.ensemble, training=self.training
+        return DecisionStage.from_settings(
+            self.config.trees,
+            self.context(),
+            surrogate=self.config.surrogate,
+            training=self.training,
         )
 
     def optimization(

@@ -204,15 +204,15 @@ def test_decision_stage_ships_a_measured_configuration_the_measurements_prefer(
     ctx.store.append(every, ctx.executor.run(every))
     stage = decisions(ctx)
     optima = grid.assign(block=64, variant="b", n_valid=10, predicted_time=1.0)
-    decided = stage.decide(optima, stage.evidence_score())
-    assert (decided["source"] == "measured").all()
+    decided = stage.run(optima)
+    assert (decided.optima["source"] == "measured").all()
     best = every.assign(time=true_time(every)).sort_values("time").drop_duplicates("n")
-    merged = decided.merge(best, on="n", suffixes=("", "_best"))
+    merged = decided.optima.merge(best, on="n", suffixes=("", "_best"))
     assert (merged["block"] == merged["block_best"]).all()
     assert (merged["variant"] == merged["variant_best"]).all()
-    fitted = stage.fit_on_evidence(decided, stage.evidence_score())
-    answers = stage.answers(fitted.selector, decided)
-    assert SPACE.is_valid(answers).all() and len(answers) == len(grid)
+    answers = stage.answers(decided.fitted.selector, decided.optima)
+    assert SPACE.is_valid(answers).all()
+    pd.testing.assert_frame_equal(answers, decided.optima[SPACE.names], check_dtype=False)
 
 
 def test_confirmation_stage_measures_the_answers_within_the_budget(tmp_path: Path) -> None:
@@ -235,7 +235,7 @@ def test_codegen_stage_writes_a_header_verified_against_the_trees(tmp_path: Path
     ctx = context(tmp_path)
     sample(ctx, 40)
     optima = optima_of(ctx)
-    fitted = decisions(ctx).fit_on_predictions(optima, fitted_models(ctx)[0])
+    fitted = decisions(ctx).run(optima, surrogate=fitted_models(ctx)[0]).fitted
     stage = CodegenStage.from_settings(
         TreesSettings(prefix="toy", verify_inputs=50), tmp_path, seed=0
     )
