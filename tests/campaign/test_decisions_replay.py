@@ -101,8 +101,14 @@ def shipped_by(campaign: Campaign, folder: Path, values: list[str]) -> pd.DataFr
     return compiled(pd.DataFrame({"gpu": values}))
 
 
+#: The default run checks the first seed; the others (12 s each) run with the slow tests.
+OTHER_SEEDS = pytest.mark.slow
+
+
 @pytest.mark.compiler
-@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize(
+    "seed", [0, pytest.param(1, marks=OTHER_SEEDS), pytest.param(2, marks=OTHER_SEEDS)]
+)
 def test_five_values_get_five_configurations(tmp_path: Path, seed: int) -> None:
     campaign = run_case(tmp_path, write_case(tmp_path, per_value=40, seed=seed))
     assert len(campaign.store) == 200  # sampling and confirmation together spend the budget
@@ -138,7 +144,7 @@ def write_failing_case(folder: Path, seed: int) -> str:
 
 
 @pytest.mark.compiler
-@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("seed", [0, pytest.param(1, marks=OTHER_SEEDS)])
 def test_a_configuration_that_failed_there_is_not_shipped(tmp_path: Path, seed: int) -> None:
     campaign = run_case(tmp_path, write_failing_case(tmp_path, seed))
     samples = campaign.store.load()
