@@ -72,6 +72,7 @@ os.kill(os.getpid(), signal.SIGKILL)
 """
 
 
+@pytest.mark.integration
 def test_ask_tell_killed_half_way_resumes_to_a_verified_header(tmp_path: Path) -> None:
     config = tmp_path / "outside.toml"
     config.write_text(CONFIG)
