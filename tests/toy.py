@@ -1,5 +1,6 @@
 """Helpers the test folders share: toy campaigns tuned once per test session (the
-``toy_campaign`` fixture of conftest.py) and figures built without being rendered."""
+``toy_campaign`` fixture of conftest.py), figures built without being rendered, and the size of
+a fuzz corpus under the hypothesis profile."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from mlkaps_gpu.testing import write_config, write_toy_kernel
 
@@ -73,3 +75,10 @@ def stub_rendering(patch: pytest.MonkeyPatch) -> None:
         return PNG + b"stub"
 
     patch.setattr(_plots, "_png", header_only)
+
+
+def corpus(seeds: range) -> range:
+    """A fuzz corpus of ``seeds``: all of it under the hypothesis profile ``ci-full`` (the second
+    pass of .ci/run), its first quarter in the default run (profile ``quick``)."""
+    full = settings.get_profile("ci-full").max_examples
+    return seeds if settings.default.max_examples >= full else seeds[: len(seeds) // 4]
