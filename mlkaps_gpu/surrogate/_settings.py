@@ -252,7 +252,7 @@ class SurrogateSettings(SettingsModel):
     params: dict[str, Any] = Field(
         default_factory=dict,
         description=(
-            'Extra LightGBM parameters over the surrogate\'s defaults (`objective = "l1"`, '
+            'Extra LightGBM parameters over the surrogate\'s defaults (`objective = "l2"`, '
             "`learning_rate = 0.05`, `num_leaves = 31`, ...): names from LightGBM's parameter "
             "list or their aliases, except those the tool sets (`num_iterations`, `seed`, "
             "`num_threads`, `categorical_feature`, `early_stopping_round`) and file or network "
