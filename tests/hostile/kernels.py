@@ -31,6 +31,17 @@ def slow(row):
     return model(row)
 
 
+def held(row):
+    """Like ``model``, but each call waits until the test creates ``release`` beside this file
+    (at most 50 s, under the executor's default timeout of 60 s): the campaign is still running
+    while the test starts other commands."""
+    release = CALLS.with_name("release")
+    deadline = time.monotonic() + 50
+    while not release.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return model(row)
+
+
 def always_fails(row):
     _log(row)
     raise RuntimeError(f"the device is not there (n = {row['n']})")

@@ -51,7 +51,7 @@ def _wait_for_lock(directory: Path, pid: int, timeout: float = 120.0) -> None:
 
 
 def test_second_tune_is_refused_and_the_first_finishes_with_its_budget(folder: Folder) -> None:
-    config = folder.config(function="slow", budget=40, batch=5)
+    config = folder.config(function="held", budget=40, batch=5)
     out = folder.path / "run"
     first = start_cli("tune", config, "--out", out, cwd=folder.path)
     try:
@@ -60,6 +60,8 @@ def test_second_tune_is_refused_and_the_first_finishes_with_its_budget(folder: F
         assert_refused(second, f"process {first.pid} is writing this campaign", str(out))
         resumed = cli("tune", config, "--out", out, "--force", cwd=folder.path)
         assert_refused(resumed, f"process {first.pid}")
+        assert first.poll() is None  # the kernel holds it until released
+        (folder.path / "release").touch()
         stdout, stderr = first.communicate(timeout=600)
     finally:
         if first.poll() is None:
