@@ -19,9 +19,9 @@ from mlkaps_gpu.campaign._decisions import (
     Evidence,
     EvidenceScore,
     decide,
-    limit_configurations,
     out_of_bag_error,
 )
+from mlkaps_gpu.campaign._portfolio import limit_configurations
 from mlkaps_gpu.campaign._stage_context import StageContext
 from mlkaps_gpu.campaign._stage_modeling import TrainingSamples
 from mlkaps_gpu.surrogate import BootstrapEnsemble, Surrogate, SurrogateSettings

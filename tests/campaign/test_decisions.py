@@ -14,8 +14,8 @@ from mlkaps_gpu.campaign._decisions import (
     Evidence,
     EvidenceScore,
     decide,
-    limit_configurations,
 )
+from mlkaps_gpu.campaign._portfolio import limit_configurations
 from mlkaps_gpu.space import Parameter, Space
 from mlkaps_gpu.surrogate import BootstrapEnsemble
 

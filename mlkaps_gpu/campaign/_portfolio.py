@@ -1,0 +1,97 @@
+"""``[trees] max_configs``: the decisions rewritten to use a small portfolio of configurations,
+chosen to lose the least (as Helion's autotuner keeps at most ten for all its shapes)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from mlkaps_gpu.campaign._decisions import EvidenceScore
+from mlkaps_gpu.space import Space
+
+#: Most configurations :func:`limit_configurations` chooses its portfolio from (the decided
+#: ones always; then the most measured ones).
+PORTFOLIO_CANDIDATES = 256
+
+
+def limit_configurations(
+    decisions: pd.DataFrame, score: EvidenceScore, space: Space, limit: int
+) -> pd.DataFrame:
+    """The decisions rewritten to use at most ``limit`` distinct configurations.
+
+    The portfolio is chosen greedily, as Helion's autotuner keeps a few configurations for
+    all its shapes: among the decided configurations and the most measured ones (at most
+    :data:`PORTFOLIO_CANDIDATES` beside the decided), first the one of best geometric mean
+    pessimistic estimate over the grid points (:meth:`EvidenceScore.pessimistic`; a
+    configuration unlisted or failed at a point counts as ``Evidence.penalty`` there), then
+    repeatedly the one that lowers the sum over points of the best estimate in the portfolio
+    the most. Every point then takes its portfolio member of best estimate. ``source`` and the
+    measured and predicted columns are recomputed for the rewritten points (``measured``
+    where the new configuration was measured there, else ``surrogate``).
+    """
+    names, design = space.names, space.design_names
+    decided = decisions[design].drop_duplicates()
+    if len(decided) <= limit:
+        return decisions
+    # candidates: the decided configurations, then the most measured others (a configuration
+    # near the best everywhere is what a small portfolio needs, even if it is nowhere the best)
+    measured = score.evidence.table.groupby(design, sort=False, dropna=False)["_n"].sum()
+    measured = measured.sort_values(ascending=False, kind="stable").reset_index()[design]
+    configurations = pd.concat([decided, measured], ignore_index=True).drop_duplicates()
+    configurations = configurations.head(max(PORTFOLIO_CANDIDATES, len(decided)))
+    configurations = configurations.reset_index(drop=True)
+    points = decisions[space.input_names].reset_index(drop=True)
+    n_points, n_configs = len(points), len(configurations)
+    pairs = pd.concat(
+        [
+            points.iloc[np.repeat(np.arange(n_points), n_configs)].reset_index(drop=True),
+            configurations.iloc[np.tile(np.arange(n_configs), n_points)].reset_index(drop=True),
+        ],
+        axis=1,
+    )[names]
+    cost = score.pessimistic(pairs)
+    valid = space.is_valid(pairs)
+    cost = np.where(valid, cost, score.evidence.penalty).reshape(n_points, n_configs)
+    chosen = [int(np.argmin(cost.sum(axis=0)))]
+    best = cost[:, chosen[0]].copy()
+    while len(chosen) < limit:
+        gain = np.maximum(best[:, None] - cost, 0.0).sum(axis=0)
+        gain[chosen] = -1.0
+        pick = int(np.argmax(gain))
+        if gain[pick] <= 0:
+            break
+        chosen.append(pick)
+        best = np.minimum(best, cost[:, pick])
+    member = np.array(chosen)[np.argmin(cost[:, chosen], axis=1)]
+    out = decisions.reset_index(drop=True).copy()
+    replaced = configurations.iloc[member].reset_index(drop=True)
+    changed = ~(out[design].reset_index(drop=True) == replaced).all(axis=1).to_numpy()
+    for name in design:
+        out[name] = replaced[name].to_numpy()
+        out[name] = out[name].astype(space.parameters[name].dtype)
+    if changed.any():
+        _refresh_estimates(out, changed, score)
+    return out
+
+
+def _refresh_estimates(out: pd.DataFrame, rows: np.ndarray, score: EvidenceScore) -> None:
+    """Recompute, in place, the evidence columns of ``decide`` for the rewritten rows."""
+    space = score.evidence.space
+    objective = score.evidence.objective
+    chosen = out.loc[rows, space.names]
+    found = score.evidence.match(chosen)
+    measured = found["_n"].to_numpy() > 0
+    _, uncertainty, _, _ = score.estimate(chosen)
+    if f"predicted_{objective}" in out:
+        out.loc[rows, f"predicted_{objective}"] = score.predicted(chosen)
+    if f"measured_{objective}" in out:
+        out.loc[rows, f"measured_{objective}"] = np.where(
+            measured, score.evidence.to_objective(found["_f"].to_numpy()), np.nan
+        )
+    if "uncertainty" in out:
+        out.loc[rows, "uncertainty"] = uncertainty
+    if "source" in out:
+        failed = found["_failed"].to_numpy()
+        out.loc[rows, "source"] = np.where(
+            measured, "measured", np.where(failed, "failed", "surrogate")
+        )
