@@ -163,7 +163,8 @@ TABLE_REPLAY = [
     "against the `constraints` only: the per-shape lists are not in the header, so whether the "
     "library generates that configuration at the new shape is not checked. A categorical or "
     "bool value the data never had is refused (`select` exits 2 naming it). Measured with 20 % "
-    "of the shapes held out of the data (seed 0, budget 5 % of the remaining cells): at the "
+    "of the shapes held out of the data (seed 0, budget 5 % of the remaining cells; commit "
+    "`082b921`, before the squared-error surrogate of decision 0021): at the "
     "held-out shapes the header reached 0.966 of the optimum on mixedmm_a100 (0.965 at the "
     "shapes it was tuned on) and 0.985 on flexattention_a100 (0.984), and every answer was "
     "listed there; other data may differ.",
