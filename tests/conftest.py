@@ -19,6 +19,19 @@ from hypothesis import settings
 
 from mlkaps_gpu.testing import write_toy_kernel
 from tests.toy import ToyCampaigns, stub_rendering
+from tests.trees.synthetic import (  # noqa: F401 (the tree and header tests' fixtures)
+    checked_selector,
+    constrained,
+    density_selector,
+    joint_selector,
+    optima,
+    optima_with_density,
+    params,
+    selector,
+    strict_c,
+    strict_cxx,
+    tiny_model,
+)
 
 # Property tests draw the same examples on every run (and keep no example database), so that a
 # run is reproducible; a failure found once is added as an explicit test case.

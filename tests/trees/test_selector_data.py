@@ -13,7 +13,7 @@ from mlkaps_gpu.codegen import boundary_inputs, render_header
 from mlkaps_gpu.space import Space
 from mlkaps_gpu.trees import JointSelector, PerParameterSelector, Selector
 from mlkaps_gpu.trees._selector import SelectorDataError
-from tests.trees.conftest import BLOCK, DESIGN, GPU, N, synthetic_optima
+from tests.trees.synthetic import BLOCK, DESIGN, GPU, N, synthetic_optima
 
 
 def _space() -> Space:

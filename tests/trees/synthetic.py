@@ -1,4 +1,5 @@
-"""Shared fixtures of the tree selector tests: synthetic optima and fitted selectors."""
+"""Synthetic optima and fitted selectors that the tree and the header tests share (their fixtures
+are registered by tests/conftest.py)."""
 
 from __future__ import annotations
 
