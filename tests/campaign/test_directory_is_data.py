@@ -22,7 +22,7 @@ import mlkaps_gpu
 from mlkaps_gpu.campaign import Campaign, CampaignError, parse_config
 from mlkaps_gpu.cli import main
 from mlkaps_gpu.surrogate import _compiled as forest_engine
-from tests.hostile.conftest import KERNELS, Folder, assert_clean, assert_refused, cli
+from tests.hostile.user import KERNELS, Folder, assert_clean, assert_refused, cli
 
 pytestmark = pytest.mark.compiler
 

@@ -15,7 +15,7 @@ import pytest
 
 from mlkaps_gpu.campaign import ReadOnlyCampaign, load_config, prepare
 from mlkaps_gpu.codegen._verify_validity import verify_is_valid
-from tests.hostile.conftest import Folder, assert_clean, cli, store_rows
+from tests.hostile.user import Folder, assert_clean, cli, store_rows
 
 pytestmark = pytest.mark.integration
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.hostile.conftest import (
+from tests.hostile.user import (
     KERNELS,
     Folder,
     assert_clean,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.hostile.conftest import Folder, assert_clean, assert_refused, cli, store_rows
+from tests.hostile.user import Folder, assert_clean, assert_refused, cli, store_rows
 
 pytestmark = pytest.mark.integration
 

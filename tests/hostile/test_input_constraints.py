@@ -10,7 +10,7 @@ from pathlib import Path
 import cffi
 import pytest
 
-from tests.hostile.conftest import Folder, assert_clean, assert_refused, cli, store_rows
+from tests.hostile.user import Folder, assert_clean, assert_refused, cli, store_rows
 
 pytestmark = pytest.mark.integration
 

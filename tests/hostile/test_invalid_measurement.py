@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from tests.hostile.conftest import Folder, assert_clean, cli, store_rows
+from tests.hostile.user import Folder, assert_clean, cli, store_rows
 
 pytestmark = pytest.mark.integration
 

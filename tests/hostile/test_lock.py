@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.hostile.conftest import (
+from tests.hostile.user import (
     Folder,
     assert_clean,
     assert_refused,

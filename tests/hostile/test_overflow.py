@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.hostile.conftest import Folder, assert_refused, cli
+from tests.hostile.user import Folder, assert_refused, cli
 
 pytestmark = pytest.mark.integration
 

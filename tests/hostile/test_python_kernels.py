@@ -12,7 +12,7 @@ from collections import Counter
 
 import pytest
 
-from tests.hostile.conftest import Folder, assert_clean, cli, start_cli, store_rows
+from tests.hostile.user import Folder, assert_clean, cli, start_cli, store_rows
 
 pytestmark = pytest.mark.integration
 

@@ -7,7 +7,7 @@ import ast
 import importlib.util
 from pathlib import Path
 
-from tests.hostile.conftest import KERNELS
+from tests.hostile.user import KERNELS
 
 SCRIPT = Path(__file__).resolve().parents[2] / "experiments" / "hostile_kernels.py"
 
