@@ -139,6 +139,7 @@ REPLAY = Path(__file__).resolve().parents[2] / "experiments" / "configs" / "conv
 
 
 @pytest.mark.compiler
+@pytest.mark.slow  # 20 s: the checks of test_export_toy_campaigns, on two real replay campaigns
 @pytest.mark.skipif(not os.environ.get("MLKAPS_GPU_DATA"), reason="MLKAPS_GPU_DATA is not set")
 def test_export_replay_convolution(tmp_path: Path) -> None:
     text = REPLAY.read_text()
