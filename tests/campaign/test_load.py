@@ -29,13 +29,20 @@ from mlkaps_gpu.validation import build_report
 
 needs_proc = pytest.mark.skipif(not LoadProbe.available(), reason="needs Linux /proc")
 
-#: A kernel that really computes: a few ms of NumPy work, more or less by block size.
+#: A kernel that really computes: 10 ms of CPU at least, then NumPy work, more or less by
+#: block size (the floor keeps the measuring past MIN_SECONDS however fast the machine: 54
+#: measurements of 4 calls, 2 s at least).
 KERNEL = """
+import time
+
 import numpy as np
 
 _A = np.random.default_rng(0).random((128, 128))
 
 def work(n, block):
+    start = time.process_time()
+    while time.process_time() - start < 0.01:
+        pass
     x = _A[:n, :n]
     for _ in range(max(1, n // block)):
         x = np.tanh(x @ _A[:n, :n])
