@@ -6,9 +6,9 @@ case, b, seed, input, fraction, time, optimum, n_evaluated, status) of the refer
 those of the ``bench_peers*_<case>.csv`` files of a results folder, for the cases the reference
 holds. Prints the rows that differ; exit status 0 when none does, 1 otherwise.
 
-    python experiments/bench_peers.py --case all --quick --results /tmp/after
+    python experiments/bench_peers.py --case all --quick --results <scratch>
     python experiments/same_project_rows.py experiments/results/rebuild_identical_before.csv \\
-        /tmp/after
+        <scratch>
 """
 
 from __future__ import annotations
