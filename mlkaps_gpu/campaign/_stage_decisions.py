@@ -24,7 +24,12 @@ from mlkaps_gpu.campaign._decisions import (
 from mlkaps_gpu.campaign._portfolio import limit_configurations
 from mlkaps_gpu.campaign._stage_context import StageContext
 from mlkaps_gpu.campaign._stage_modeling import TrainingSamples
-from mlkaps_gpu.surrogate import BootstrapEnsemble, Surrogate, SurrogateSettings
+from mlkaps_gpu.surrogate import (
+    DEFAULT_MEMBERS,
+    BootstrapEnsemble,
+    Surrogate,
+    SurrogateSettings,
+)
 from mlkaps_gpu.trees import (
     FittedSelector,
     RegretOracle,
@@ -57,7 +62,9 @@ class DecisionStage:
     Args:
         context: the campaign's parts (space, store, objectives, seed).
         settings: the ``[trees]`` section (mode, depth, ``max_configs``).
-        ensemble: a new bootstrapped ensemble (the model of the evidence).
+        ensemble: a new bootstrapped ensemble (the model of the evidence: its estimate from
+            centre members that learn from every row, its spread from the bootstrap members;
+            decision 0023).
         training: what the ensemble learns from.
     """
 
@@ -90,6 +97,7 @@ class DecisionStage:
                 surrogate,
                 categorical_features=context.space.categorical_features,
                 seed=context.seed,
+                center=DEFAULT_MEMBERS,
             )
 
         return cls(context, settings, ensemble=ensemble, training=training)

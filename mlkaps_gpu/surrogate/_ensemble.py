@@ -11,6 +11,13 @@ With ``log_target`` (the default: run times span orders of magnitude) the member
 ``log(y)``; :meth:`BootstrapEnsemble.predict_log` returns the members' mean and standard
 deviation in that space, and :meth:`~mlkaps_gpu.surrogate.Surrogate.predict` the geometric mean
 prediction ``exp(mean)``.
+
+With ``center`` members (the decisions' ensemble: decision 0023) the estimate itself comes from
+other models: ``center`` LightGBM models trained on every row with weight 1 and LightGBM's
+row subsampling per tree (``bagging_fraction`` 0.8), averaged. A bootstrap member sees about
+63 % of the distinct rows, so the bootstrap members' mean is a worse estimate than models that
+learn from every row; their spread still says where the data are thin. The ensemble then
+predicts the centre members' mean with the bootstrap members' standard deviation.
 """
 
 from __future__ import annotations
@@ -31,6 +38,8 @@ if TYPE_CHECKING:
 
 #: Members of the default ensemble.
 DEFAULT_MEMBERS = 5
+#: Row share each boosting round of a centre member learns from (LightGBM ``bagging_fraction``).
+CENTER_BAGGING = 0.8
 #: Rows from which ``engine="auto"`` compiles the members (a few milliseconds per member).
 _COMPILE_FROM_ROWS = 1000
 
@@ -45,6 +54,8 @@ class BootstrapEnsemble(Surrogate):
         learning_rate: LightGBM's learning rate.
         log_target: learn ``log(y)`` (positive objectives only).
         seed: seeds the bootstrap weights and LightGBM.
+        center: models trained on every row (row subsampling per tree) whose mean is the
+            estimate (0: the bootstrap members' mean is).
         params: extra LightGBM parameters, overriding ``DEFAULT_PARAMS``.
         engine: who predicts, as for :class:`~mlkaps_gpu.surrogate.LightGBMSurrogate`:
             ``auto`` compiles the members (the branch-free C walk, same numbers to the bit)
@@ -55,12 +66,20 @@ class BootstrapEnsemble(Surrogate):
 
     @classmethod
     def from_settings(
-        cls, settings: SurrogateSettings, *, categorical_features: Sequence[int] = (), seed: int = 0
+        cls,
+        settings: SurrogateSettings,
+        *,
+        categorical_features: Sequence[int] = (),
+        seed: int = 0,
+        center: int = 0,
     ) -> BootstrapEnsemble:
         """The bootstrapped ensemble a campaign decides with (GA-Adaptive's model, the
         decisions, the trees' score): its own size, ``[surrogate] log_target``."""
         return cls(
-            categorical_features=categorical_features, log_target=settings.log_target, seed=seed
+            categorical_features=categorical_features,
+            log_target=settings.log_target,
+            seed=seed,
+            center=center,
         )
 
     def __init__(
@@ -72,12 +91,15 @@ class BootstrapEnsemble(Surrogate):
         learning_rate: float = 0.1,
         log_target: bool = True,
         seed: int = 0,
+        center: int = 0,
         params: dict[str, Any] | None = None,
         engine: Engine = "auto",
         cache_dir: str | Path | None = None,
     ) -> None:
         if members < 2:
             raise ValueError(f"an ensemble needs at least 2 members, got {members}")
+        if center < 0:
+            raise ValueError(f"center must be 0 or more, got {center}")
         if engine not in ENGINES:
             raise ValueError(f"unknown prediction engine '{engine}' (allowed: {ENGINES})")
         self.engine = engine
@@ -88,6 +110,7 @@ class BootstrapEnsemble(Surrogate):
         self.learning_rate = learning_rate
         self.log_target = log_target
         self.seed = seed
+        self.center = center
         self.params = dict(params or {})
 
     def _fit(self, features: np.ndarray, target: np.ndarray) -> None:
@@ -123,38 +146,78 @@ class BootstrapEnsemble(Surrogate):
             self.boosters_.append(
                 lgb.train(member_params, dataset, num_boost_round=self.n_estimators)
             )
+        self.center_boosters_: list[lgb.Booster] = []
+        self._compiled_center: list[CompiledForest] | None = None
+        if self.center:
+            dataset = lgb.Dataset(
+                features,
+                label=target,
+                categorical_feature=self.categorical_features or "auto",
+                params={"verbose": -1},
+                free_raw_data=False,
+            )
+            for member in range(self.center):
+                member_params = {
+                    **params,
+                    "bagging_fraction": CENTER_BAGGING,
+                    "bagging_freq": 1,
+                    "seed": self.seed + 104729 + 7919 * member,
+                }
+                self.center_boosters_.append(
+                    lgb.train(member_params, dataset, num_boost_round=self.n_estimators)
+                )
 
     def predict_members(self, features: np.ndarray) -> np.ndarray:
         """Every member's prediction in the model's space (``log(y)`` with ``log_target``):
         members x rows."""
+        return self._predict_all(self.boosters_, features, center=False)
+
+    def _predict_all(
+        self, boosters: list[lgb.Booster], features: np.ndarray, *, center: bool
+    ) -> np.ndarray:
+        """Every one of ``boosters``' predictions (compiled where the engine allows)."""
         features = np.asarray(features, dtype=np.float64)
-        compiled = self._compiled_members(len(features))
+        compiled = self._compiled_members(boosters, len(features), center=center)
         if compiled:
             return np.vstack([member.predict(features) for member in compiled])
-        return np.vstack([b.predict(features, num_threads=1) for b in self.boosters_])
+        return np.vstack([b.predict(features, num_threads=1) for b in boosters])
 
-    def _compiled_members(self, n_rows: int) -> list[CompiledForest]:
-        """The members compiled on first need (empty: LightGBM predicts)."""
+    def _compiled_members(
+        self, boosters: list[lgb.Booster], n_rows: int, *, center: bool = False
+    ) -> list[CompiledForest]:
+        """``boosters`` compiled on first need (empty: LightGBM predicts)."""
         if self.engine == "lightgbm":
             return []
-        if self._compiled is None:
+        cached = self._compiled_center if center else self._compiled
+        if cached is None:
             if self.engine == "auto" and n_rows < _COMPILE_FROM_ROWS:
                 return []
             compiled = [
-                compile_model(b.model_to_string(), cache_dir=self.cache_dir) for b in self.boosters_
+                compile_model(b.model_to_string(), cache_dir=self.cache_dir) for b in boosters
             ]
             if any(member is None for member in compiled):
                 if self.engine == "compiled":
                     raise RuntimeError("the compiled prediction engine is not available")
-                self._compiled = []
+                cached = []
             else:
-                self._compiled = [member for member in compiled if member is not None]
-        return self._compiled
+                cached = [member for member in compiled if member is not None]
+            if center:
+                self._compiled_center = cached
+            else:
+                self._compiled = cached
+        return cached
 
     def predict_log(self, features: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Mean and standard deviation over the members, in the model's space."""
+        """Mean and standard deviation in the model's space: over the members, or the centre
+        members' mean with the bootstrap members' spread (``center``)."""
         values = self.predict_members(features)
-        return values.mean(axis=0), values.std(axis=0, ddof=1)
+        return self._estimate(values, features), values.std(axis=0, ddof=1)
+
+    def _estimate(self, values: np.ndarray, features: np.ndarray) -> np.ndarray:
+        """The estimate: the bootstrap members' mean (``values``), or the centre members'."""
+        if not getattr(self, "center_boosters_", None):
+            return values.mean(axis=0)
+        return self._predict_all(self.center_boosters_, features, center=True).mean(axis=0)
 
     def out_of_bag(self, features: np.ndarray) -> np.ndarray:
         """Per training row, the mean prediction of the members that gave it weight 0 (NaN
@@ -167,7 +230,10 @@ class BootstrapEnsemble(Surrogate):
         return np.where(count > 0, total / np.maximum(count, 1), np.nan)
 
     def _predict(self, features: np.ndarray) -> np.ndarray:
-        mean = self.predict_members(features).mean(axis=0)
+        if getattr(self, "center_boosters_", None):
+            mean = self._predict_all(self.center_boosters_, features, center=True).mean(axis=0)
+        else:
+            mean = self.predict_members(features).mean(axis=0)
         return np.exp(mean) if self.log_target else mean
 
 

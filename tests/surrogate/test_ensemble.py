@@ -83,3 +83,31 @@ def test_log_target_refuses_non_positive_and_linear_target_accepts_it() -> None:
 def test_needs_two_members() -> None:
     with pytest.raises(ValueError, match="at least 2"):
         BootstrapEnsemble(members=1)
+
+
+@pytest.mark.parametrize("engine", ["lightgbm", "compiled"])
+def test_center_members_give_the_estimate_and_bootstrap_members_the_spread(engine: str) -> None:
+    train, test = uniform(300, 4), uniform(1500, 5)  # 1,500 rows: the compiled engine's size
+    target = bowl(train)
+    plain = BootstrapEnsemble(members=4, seed=2, engine=engine).fit(train, target)
+    centred = BootstrapEnsemble(members=4, seed=2, center=3, engine=engine).fit(train, target)
+    assert len(centred.center_boosters_) == 3 and not plain.center_boosters_
+    mean, sd = centred.predict_log(test)
+    plain_mean, plain_sd = plain.predict_log(test)
+    # the same bootstrap members, so the same spread; the estimate is the centre's mean
+    np.testing.assert_allclose(sd, plain_sd)
+    centre = np.mean([b.predict(test) for b in centred.center_boosters_], axis=0)
+    np.testing.assert_allclose(mean, centre, rtol=1e-9, atol=1e-9)
+    assert not np.allclose(mean, plain_mean)
+    np.testing.assert_allclose(centred.predict(test), np.exp(centre), rtol=1e-9)
+    # each centre member learns from every row, with its own per-tree row subsample
+    assert not np.allclose(
+        centred.center_boosters_[0].predict(test), centred.center_boosters_[1].predict(test)
+    )
+    error = np.abs(np.exp(mean) - bowl(test)) / bowl(test)
+    assert np.median(error) < 0.05
+
+
+def test_center_must_not_be_negative() -> None:
+    with pytest.raises(ValueError, match="center"):
+        BootstrapEnsemble(center=-1)
