@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from mlkaps_gpu.campaign._decisions import (
+    DECIDE_KAPPA,
     NOISE_FLOOR,
     Evidence,
     EvidenceScore,
@@ -64,9 +65,10 @@ def grid_row(gpu: str, x: int, predicted: float) -> pd.DataFrame:
 def test_best_measured_beats_an_uncertain_optimistic_prediction() -> None:
     sp = space()
     evidence = Evidence(samples([("a", 3, 1.0), ("a", 5, 1.2)]), sp, "time")
-    # the model believes x = 9 is 10 % faster than x = 3, but its sd is 0.2 (20 %)
-    model = FixedModel({x: 0.0 for x in range(1, 11)} | {9: np.log(0.9)}, sd=0.2)
-    decided = decide(grid_row("a", 9, 0.9), EvidenceScore(evidence, model, sp), sp, "time")
+    # the model believes x = 9 is faster than x = 3 by less than kappa sd (sd 0.2: 20 %)
+    faster = np.exp(-0.8 * DECIDE_KAPPA * 0.2)
+    model = FixedModel({x: 0.0 for x in range(1, 11)} | {9: np.log(faster)}, sd=0.2)
+    decided = decide(grid_row("a", 9, faster), EvidenceScore(evidence, model, sp), sp, "time")
     assert decided["x"].iloc[0] == 3
     assert decided["source"].iloc[0] == "measured"
     assert decided["measured_time"].iloc[0] == pytest.approx(1.0)
@@ -186,25 +188,27 @@ def test_a_point_whose_only_candidate_failed_says_so() -> None:
 
 def test_only_measured_at_guards_measurements_with_the_model_error() -> None:
     """At a strict point (five configurations measured there), an unmeasured configuration
-    must beat the measured ones by the model's calibrated error: a prediction 2x better with an
-    out-of-bag error of 1 (e = 2.7x) does not ship; one 100x better does."""
+    must beat the measured ones by kappa times the model's calibrated error: a prediction better
+    by half of that (out-of-bag error 1) does not ship; one 100x better does."""
     sp = space()
     rows = [("a", x, 1.0 + 0.1 * x) for x in (1, 2, 3, 4, 5)] + [("b", 2, 1.0)]
     evidence = Evidence(samples(rows), sp, "time")
-    model = FixedModel({x: 0.0 for x in range(1, 11)} | {9: np.log(0.5)}, sd=0.05)
+    faster = 1.1 * np.exp(-0.5 * DECIDE_KAPPA * 1.0)  # than the best measured at a (1.1)
+    model = FixedModel({x: 0.0 for x in range(1, 11)} | {9: np.log(faster)}, sd=0.05)
     score = EvidenceScore(evidence, model, sp, model_error=1.0)
-    assert decide(grid_row("a", 9, 0.5), score, sp, "time")["x"].iloc[0] == 9
+    assert decide(grid_row("a", 9, faster), score, sp, "time")["x"].iloc[0] == 9
     strict = score.only_measured_at(pd.DataFrame({"gpu": ["a", "b"]}))
     assert strict.strict["gpu"].tolist() == ["a"]  # b has one measured configuration
-    decided = decide(grid_row("a", 9, 0.5), strict, sp, "time")
+    decided = decide(grid_row("a", 9, faster), strict, sp, "time")
     assert decided["x"].iloc[0] == 1
     assert decided["source"].iloc[0] == "measured"
     # on b, one measurement says nothing of the best: the prediction ships
-    assert decide(grid_row("b", 9, 0.5), strict, sp, "time")["x"].iloc[0] == 9
+    assert decide(grid_row("b", 9, faster), strict, sp, "time")["x"].iloc[0] == 9
     # the guard is the model's error in quadrature with the spread, not a penalty
     table = pd.DataFrame({"gpu": ["a", "a"], "x": [9, 1]})
     values = strict.score(table)
-    assert values == pytest.approx([0.5 * np.exp(np.hypot(0.05, 1.0)), 1.1], rel=0.01)
+    guarded = faster * np.exp(DECIDE_KAPPA * np.hypot(0.05, 1.0))
+    assert values == pytest.approx([guarded, 1.1], rel=0.01)
     far = EvidenceScore(
         evidence,
         FixedModel({x: 0.0 for x in range(1, 11)} | {9: np.log(0.01)}, sd=0.05),
