@@ -37,12 +37,21 @@ MeasuredRegret = Callable[[pd.DataFrame], np.ndarray]
 
 
 def make_selector(
-    mode: str, max_depth: int, *, random_state: int = 0, min_samples_leaf: int = 1
+    mode: str,
+    max_depth: int,
+    *,
+    random_state: int = 0,
+    min_samples_leaf: int = 1,
+    partition: str | None = None,
 ) -> Selector:
-    """An unfitted selector of a tree mode."""
+    """An unfitted selector of a tree mode (``partition``: the joint tree's, default its own)."""
     if mode == "joint":
+        options = {} if partition is None else {"partition": partition}
         return JointSelector(
-            max_depth=max_depth, min_samples_leaf=min_samples_leaf, random_state=random_state
+            max_depth=max_depth,
+            min_samples_leaf=min_samples_leaf,
+            random_state=random_state,
+            **options,
         )
     if mode == "per_parameter":
         return PerParameterSelector(
@@ -120,6 +129,7 @@ def sweep_depths(
     random_state: int = 0,
     oracle: RegretOracle | None = None,
     measured_regret: MeasuredRegret | None = None,
+    partition: str | None = None,
 ) -> DepthSweep:
     """Fit one selector per depth and choose the smallest depth within ``tolerance`` of the
     best mean regret (see the module docstring for ``measured_regret``). Depths past the first
@@ -132,7 +142,7 @@ def sweep_depths(
     oracle = oracle or RegretOracle(optima, space, score)
     rows, selectors = [], {}
     for depth in depths:
-        selector = make_selector(mode, depth, random_state=random_state)
+        selector = make_selector(mode, depth, random_state=random_state, partition=partition)
         selector.fit(optima, space.inputs, space.design, space=space, score=score, oracle=oracle)
         rows.append(_depth_row(depth, selector, oracle, measured_regret, tolerance))
         selectors[depth] = selector

@@ -129,7 +129,7 @@ def test_sweep_goes_on_past_trees_that_collapse_to_one_leaf() -> None:
     """One input value out of sixteen has its own optimum. Greedy splits that cannot lower the
     regret yet peel one value at a time; until they reach it every leaf takes the common
     configuration and the merged tree is one leaf at depth 1 and 2 alike. The sweep must not
-    take that for a tree that stopped growing."""
+    take that for a tree that stopped growing (the regret partition's greedy splits)."""
     space = Space(
         [Parameter("x", "int", low=0, high=15)],
         [Parameter("variant", "categorical", values=("common", "special"))],
@@ -143,10 +143,28 @@ def test_sweep_goes_on_past_trees_that_collapse_to_one_leaf() -> None:
     optima = pd.DataFrame(
         {"x": np.arange(16), "variant": np.where(np.arange(16) == 5, "special", "common")}
     ).astype({"variant": object})
-    sweep = sweep_depths(optima, space, cost, tolerance=0.0)
+    sweep = sweep_depths(optima, space, cost, tolerance=0.0, partition="regret")
     table = sweep.table.set_index("depth")
     assert table.loc[1, "leaves"] == table.loc[2, "leaves"] == 1  # the collapse
     assert len(table) > 2
     assert table.loc[sweep.chosen, "mean_regret"] == 0.0
     chosen = sweep.selector.select(pd.DataFrame({"x": np.arange(16)}))["variant"]
     assert chosen.tolist() == optima["variant"].tolist()
+
+
+@pytest.mark.parametrize("partition", ["codes", "regret"])
+def test_sweep_passes_the_partition_to_every_joint_tree(
+    constrained: SimpleNamespace, partition: str
+) -> None:
+    swept = sweep_depths(
+        constrained.optima,
+        constrained.space,
+        constrained.score,
+        depths=range(1, 4),
+        partition=partition,
+    )
+    assert {s.partition for s in swept.selectors.values()} == {partition}
+    with pytest.raises(ValueError, match="partition"):
+        sweep_depths(
+            constrained.optima, constrained.space, constrained.score, depths=[2], partition="x"
+        )
