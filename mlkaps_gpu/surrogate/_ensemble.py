@@ -31,7 +31,7 @@ import numpy as np
 
 from mlkaps_gpu.surrogate._base import Surrogate
 from mlkaps_gpu.surrogate._compiled import CompiledForest, compile_model
-from mlkaps_gpu.surrogate._lightgbm import DEFAULT_PARAMS, ENGINES, Engine
+from mlkaps_gpu.surrogate._lightgbm import DEFAULT_PARAMS, ENGINES, Engine, training_dataset
 
 if TYPE_CHECKING:
     from mlkaps_gpu.surrogate._settings import SurrogateSettings
@@ -134,13 +134,8 @@ class BootstrapEnsemble(Surrogate):
                 weights = np.ones(len(target))
             self.weights_[member] = weights
             keep = weights > 0  # zero-weight rows only cost time
-            dataset = lgb.Dataset(
-                features[keep],
-                label=target[keep],
-                weight=weights[keep],
-                categorical_feature=self.categorical_features or "auto",
-                params={"verbose": -1},
-                free_raw_data=False,
+            dataset = training_dataset(
+                features[keep], target[keep], self.categorical_features, weights[keep]
             )
             member_params = {**params, "seed": self.seed + 7919 * member}
             self.boosters_.append(
@@ -149,13 +144,7 @@ class BootstrapEnsemble(Surrogate):
         self.center_boosters_: list[lgb.Booster] = []
         self._compiled_center: list[CompiledForest] | None = None
         if self.center:
-            dataset = lgb.Dataset(
-                features,
-                label=target,
-                categorical_feature=self.categorical_features or "auto",
-                params={"verbose": -1},
-                free_raw_data=False,
-            )
+            dataset = training_dataset(features, target, self.categorical_features)
             for member in range(self.center):
                 member_params = {
                     **params,

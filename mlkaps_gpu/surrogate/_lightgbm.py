@@ -45,6 +45,23 @@ Engine = Literal["auto", "compiled", "lightgbm"]
 ENGINES: tuple[str, ...] = ("auto", "compiled", "lightgbm")
 
 
+def training_dataset(
+    features: np.ndarray,
+    target: np.ndarray,
+    categorical_features: Sequence[int],
+    weight: np.ndarray | None = None,
+) -> lgb.Dataset:
+    """The LightGBM dataset every model of the package trains on (quiet, raw data kept)."""
+    return lgb.Dataset(
+        features,
+        label=target,
+        weight=weight,
+        categorical_feature=list(categorical_features) or "auto",
+        params={"verbose": -1},
+        free_raw_data=False,
+    )
+
+
 class LightGBMSurrogate(Surrogate):
     """One LightGBM regressor of one objective.
 
@@ -124,13 +141,7 @@ class LightGBMSurrogate(Surrogate):
             if (target <= 0).any():
                 raise ValueError("log_target needs a positive objective")
             target = np.log(target)
-        dataset = lgb.Dataset(
-            features,
-            label=target,
-            categorical_feature=self.categorical_features or "auto",
-            params={"verbose": -1},
-            free_raw_data=False,
-        )
+        dataset = training_dataset(features, target, self.categorical_features)
         self.booster_ = lgb.train(
             self._lgb_params(len(features)), dataset, num_boost_round=self.n_estimators
         )

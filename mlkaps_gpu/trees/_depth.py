@@ -22,7 +22,7 @@ import pandas as pd
 
 from mlkaps_gpu.space import Space
 from mlkaps_gpu.trees._diagnostics import predicted_regret
-from mlkaps_gpu.trees._joint import JointSelector
+from mlkaps_gpu.trees._joint import DEFAULT_PARTITION, JointSelector
 from mlkaps_gpu.trees._regret import RegretOracle, Score
 from mlkaps_gpu.trees._selector import PerParameterSelector, Selector
 
@@ -46,12 +46,11 @@ def make_selector(
 ) -> Selector:
     """An unfitted selector of a tree mode (``partition``: the joint tree's, default its own)."""
     if mode == "joint":
-        options = {} if partition is None else {"partition": partition}
         return JointSelector(
             max_depth=max_depth,
             min_samples_leaf=min_samples_leaf,
             random_state=random_state,
-            **options,
+            partition=DEFAULT_PARTITION if partition is None else partition,
         )
     if mode == "per_parameter":
         return PerParameterSelector(

@@ -45,6 +45,8 @@ from mlkaps_gpu.trees._selector import FitContext, Selector, design_codes
 from mlkaps_gpu.trees._validity import Validity
 
 PARTITIONS = ("regret", "regressor", "codes")
+#: The partition a joint tree uses unless told.
+DEFAULT_PARTITION = "regret"
 
 
 class JointSelector(Selector):
@@ -75,7 +77,7 @@ class JointSelector(Selector):
         max_depth: int | None = 8,
         min_samples_leaf: int = 1,
         random_state: int = 0,
-        partition: str = "regret",
+        partition: str = DEFAULT_PARTITION,
         max_candidates: int = 64,
         regret_cap: float = 1.0,
         max_probes: int = 256,
