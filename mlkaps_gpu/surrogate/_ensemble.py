@@ -200,13 +200,15 @@ class BootstrapEnsemble(Surrogate):
         """Mean and standard deviation in the model's space: over the members, or the centre
         members' mean with the bootstrap members' spread (``center``)."""
         values = self.predict_members(features)
-        return self._estimate(values, features), values.std(axis=0, ddof=1)
+        return self._estimate(features, values), values.std(axis=0, ddof=1)
 
-    def _estimate(self, values: np.ndarray, features: np.ndarray) -> np.ndarray:
-        """The estimate: the bootstrap members' mean (``values``), or the centre members'."""
-        if not getattr(self, "center_boosters_", None):
-            return values.mean(axis=0)
-        return self._predict_all(self.center_boosters_, features, center=True).mean(axis=0)
+    def _estimate(self, features: np.ndarray, members: np.ndarray | None = None) -> np.ndarray:
+        """The estimate in the model's space: the centre members' mean where there are any,
+        else the bootstrap members' (``members``: their predictions, when already made)."""
+        if getattr(self, "center_boosters_", None):  # absent on ensembles made before them
+            return self._predict_all(self.center_boosters_, features, center=True).mean(axis=0)
+        values = self.predict_members(features) if members is None else members
+        return values.mean(axis=0)
 
     def out_of_bag(self, features: np.ndarray) -> np.ndarray:
         """Per training row, the mean prediction of the members that gave it weight 0 (NaN
@@ -219,10 +221,7 @@ class BootstrapEnsemble(Surrogate):
         return np.where(count > 0, total / np.maximum(count, 1), np.nan)
 
     def _predict(self, features: np.ndarray) -> np.ndarray:
-        if getattr(self, "center_boosters_", None):
-            mean = self._predict_all(self.center_boosters_, features, center=True).mean(axis=0)
-        else:
-            mean = self.predict_members(features).mean(axis=0)
+        mean = self._estimate(features)
         return np.exp(mean) if self.log_target else mean
 
 
