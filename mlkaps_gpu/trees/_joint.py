@@ -173,12 +173,22 @@ class JointSelector(Selector):
         )
         features32 = features.astype(np.float32).astype(np.float64)
         lower, upper = leaf_boxes(structure, len(self.inputs_))
-        plans: list[Plan] = []
-        rows: list[dict[str, Any]] = []
+        leaves = []
         for leaf in range(structure.n_leaves):
             points = np.flatnonzero(leaf_of == leaf)
             local, local_counts = np.unique(inverse[points], return_counts=True)
             local = local[np.argsort(-local_counts, kind="stable")][: self.max_candidates]
+            leaves.append((leaf, points, local))
+        # every leaf's candidates at its points, scored in one batch (the leaves read the cache)
+        oracle.regret(
+            np.concatenate([np.repeat(points, len(local)) for _, points, local in leaves]),
+            np.concatenate(
+                [np.tile(configurations[local], (len(points), 1)) for _, points, local in leaves]
+            ),
+        )
+        plans: list[Plan] = []
+        rows: list[dict[str, Any]] = []
+        for leaf, points, local in leaves:
             choice = LeafChoice(
                 oracle,
                 validity,

@@ -30,12 +30,22 @@ def relative_regret(values: np.ndarray, reference: np.ndarray) -> np.ndarray:
     )
 
 
-class RegretOracle:
-    """Scores configurations at the points of an optima table, caching whole columns.
+def _by_configuration(codes: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The distinct rows of ``codes`` and, for each, the indices of the rows equal to it."""
+    configurations, inverse = np.unique(codes, axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    order = np.argsort(inverse, kind="stable")
+    return configurations, np.split(order, np.cumsum(np.bincount(inverse))[:-1])
 
-    A *column* is the regret of one configuration at every point; columns asked for with
-    :meth:`columns` are kept, so that selectors fitted one after the other on the same optima
-    (a depth sweep) score each configuration once. Other requests are scored in one batch.
+
+class RegretOracle:
+    """Scores configurations at the points of an optima table, caching what it scored.
+
+    Every request (:meth:`columns`, :meth:`matrix`, :meth:`regret`) scores only the
+    (point, configuration) pairs never scored before, in one batch, and keeps them: selectors
+    fitted one after the other on the same optima (a depth sweep, whose leaves at one depth
+    split those of the depth before) score each pair once. The score must be a function of
+    each row alone (the same row scores the same in any batch).
 
     Args:
         optima: one row per input point with its optimal configuration.
@@ -63,8 +73,11 @@ class RegretOracle:
         if np.any(self.codes < 0):
             raise ValueError("the optima hold design values outside their domains")
         self.n_scored = 0
-        self._cache: dict[bytes, np.ndarray] = {}
-        self.reference = self._score(np.arange(len(self.inputs)), self.codes)
+        # per configuration: its regret at every point and which of them are known
+        self._cache: dict[bytes, tuple[np.ndarray, np.ndarray]] = {}
+        points = np.arange(len(self.inputs))
+        self.reference = self._score(points, self.codes)
+        self._keep(points, self.codes, self._relative(self.reference, points))
 
     @property
     def n_points(self) -> int:
@@ -89,56 +102,65 @@ class RegretOracle:
     def _key(codes: np.ndarray) -> bytes:
         return np.ascontiguousarray(codes, dtype=np.int64).tobytes()
 
+    def _entry(self, configuration: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        key = self._key(configuration)
+        entry = self._cache.get(key)
+        if entry is None:
+            entry = (np.zeros(self.n_points), np.zeros(self.n_points, dtype=bool))
+            self._cache[key] = entry
+        return entry
+
     def columns(self, configurations: np.ndarray) -> np.ndarray:
-        """Regret of each configuration at every point (points x configs), kept for reuse."""
-        configurations = np.asarray(configurations, dtype=np.int64)
-        missing = [c for c in configurations if self._key(c) not in self._cache]
-        if missing:
-            points = np.arange(self.n_points)
-            block = np.array(missing, dtype=np.int64)
-            owner = np.repeat(points, len(block))
-            values = self._score(owner, np.tile(block, (len(points), 1)))
-            regret = self._relative(values, owner).reshape(len(points), -1)
-            for index, configuration in enumerate(block):
-                self._cache[self._key(configuration)] = regret[:, index]
-        return np.column_stack([self._cache[self._key(c)] for c in configurations])
+        """Regret of each configuration at every point (points x configs)."""
+        return self.matrix(np.arange(self.n_points), configurations)
 
     def regret(self, points: np.ndarray, codes: np.ndarray) -> np.ndarray:
         """Relative regret of configuration ``codes[i]`` at point ``points[i]``."""
         points = np.asarray(points, dtype=np.int64)
         codes = np.asarray(codes, dtype=np.int64).reshape(len(points), -1)
         out = np.empty(len(points))
-        unknown = np.ones(len(points), dtype=bool)
-        if self._cache and len(points):
-            configurations, inverse = np.unique(codes, axis=0, return_inverse=True)
-            inverse = inverse.reshape(-1)
-            for index, configuration in enumerate(configurations):
-                column = self._cache.get(self._key(configuration))
-                if column is not None:
-                    rows = inverse == index
-                    out[rows] = column[points[rows]]
-                    unknown[rows] = False
+        if len(points) == 0:
+            return out
+        configurations, groups = _by_configuration(codes)
+        entries = [self._entry(c) for c in configurations]
+        unknown = np.zeros(len(points), dtype=bool)
+        for (values, known), rows in zip(entries, groups, strict=True):
+            at = points[rows]
+            hit = known[at]
+            out[rows[hit]] = values[at[hit]]
+            unknown[rows[~hit]] = True
         if unknown.any():
-            values = self._score(points[unknown], codes[unknown])
-            out[unknown] = self._relative(values, points[unknown])
+            rows = np.flatnonzero(unknown)
+            out[rows] = self._relative(self._score(points[rows], codes[rows]), points[rows])
+            self._keep(points[rows], codes[rows], out[rows])
         return out
+
+    def _keep(self, points: np.ndarray, codes: np.ndarray, regret: np.ndarray) -> None:
+        """Remember the regret of configuration ``codes[i]`` at point ``points[i]``."""
+        configurations, groups = _by_configuration(codes)
+        for configuration, rows in zip(configurations, groups, strict=True):
+            values, known = self._entry(configuration)
+            values[points[rows]] = regret[rows]
+            known[points[rows]] = True
 
     def matrix(self, points: np.ndarray, configurations: np.ndarray) -> np.ndarray:
         """Regret of every configuration (rows of codes) at every point: points x configs."""
         points = np.asarray(points, dtype=np.int64)
-        configurations = np.asarray(configurations, dtype=np.int64)
+        configurations = np.asarray(configurations, dtype=np.int64).reshape(len(configurations), -1)
         out = np.empty((len(points), len(configurations)))
-        cached = [self._cache.get(self._key(c)) for c in configurations]
-        missing = [i for i, column in enumerate(cached) if column is None]
-        for index, column in enumerate(cached):
-            if column is not None:
-                out[:, index] = column[points]
-        if missing:
-            block = configurations[missing]
-            owner = np.repeat(points, len(block))
-            values = self._score(owner, np.tile(block, (len(points), 1)))
-            regret = self._relative(values, owner)
-            out[:, missing] = regret.reshape(len(points), len(block))
+        if out.size == 0:
+            return out
+        entries = [self._entry(c) for c in configurations]
+        missing = np.column_stack([~known[points] for _, known in entries])
+        if missing.any():
+            at, which = np.nonzero(missing)
+            regret = self._relative(self._score(points[at], configurations[which]), points[at])
+            for index in np.unique(which):
+                values, known = entries[index]
+                values[points[at[which == index]]] = regret[which == index]
+                known[points[at[which == index]]] = True
+        for index, (values, _) in enumerate(entries):
+            out[:, index] = values[points]
         return out
 
     def valid(self, points: np.ndarray, codes: np.ndarray) -> np.ndarray:

@@ -39,6 +39,36 @@ def test_oracle_caches_columns(constrained: SimpleNamespace) -> None:
     np.testing.assert_allclose(own, 0.0, atol=1e-12)
 
 
+def test_oracle_scores_each_pair_once(constrained: SimpleNamespace) -> None:
+    rows: list[int] = []
+
+    def counting(table: pd.DataFrame) -> np.ndarray:
+        rows.append(len(table))
+        return np.asarray(constrained.score(table))
+
+    oracle = RegretOracle(constrained.optima, constrained.space, counting)
+    fresh = RegretOracle(constrained.optima, constrained.space, constrained.score)
+    codes = np.unique(oracle.codes, axis=0)[:4]
+    leaf = np.arange(0, oracle.n_points, 2)
+    first = oracle.matrix(leaf, codes)
+    rows.clear()
+    # a smaller leaf inside the first one, and pairs already known, score nothing
+    np.testing.assert_array_equal(oracle.matrix(leaf[::3], codes), first[::3])
+    again = oracle.regret(leaf[:5], np.repeat(codes[:1], 5, axis=0))
+    np.testing.assert_array_equal(again, first[:5, 0])
+    assert rows == []
+    # a request with known and unknown pairs scores the unknown ones only, in one batch
+    whole = oracle.columns(codes)
+    outside = np.setdiff1d(np.arange(oracle.n_points), leaf)
+    own = (oracle.codes[outside][:, None, :] == codes[None, :, :]).all(axis=2)
+    assert rows == [int((~own).sum())]  # a point's own optimum was known from the start
+    np.testing.assert_allclose(whole, fresh.columns(codes))
+    rows.clear()
+    own_regret = oracle.regret(np.arange(oracle.n_points), oracle.codes)
+    np.testing.assert_allclose(own_regret, 0.0, atol=1e-12)
+    assert rows == []
+
+
 @pytest.fixture(scope="module")
 def sweep(constrained: SimpleNamespace):
     return sweep_depths(
