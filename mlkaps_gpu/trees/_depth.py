@@ -224,10 +224,11 @@ def fit_selector(
     random_state: int = 0,
     oracle: RegretOracle | None = None,
     measured_regret: MeasuredRegret | None = None,
+    partition: str | None = None,
 ) -> FittedSelector:
     """Fit the selector of ``mode`` on the optima, at ``max_depth`` or, with ``"auto"``, at the
-    depth :func:`sweep_depths` chooses (``oracle`` and ``measured_regret`` as there). The
-    space's constraints are checked at run time."""
+    depth :func:`sweep_depths` chooses (``oracle``, ``measured_regret`` and ``partition`` as
+    there). The space's constraints are checked at run time."""
     if mode not in MODES:
         raise ValueError(f"unknown tree mode {mode!r} (allowed: {', '.join(MODES)})")
     if max_depth == "auto":
@@ -246,5 +247,6 @@ def fit_selector(
         random_state=random_state,
         oracle=oracle,
         measured_regret=measured_regret,
+        partition=partition,
     )
     return FittedSelector(sweep.selector, sweep)

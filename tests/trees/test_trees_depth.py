@@ -194,6 +194,14 @@ def test_sweep_passes_the_partition_to_every_joint_tree(
         partition=partition,
     )
     assert {s.partition for s in swept.selectors.values()} == {partition}
+    fitted = fit_selector(
+        constrained.optima,
+        constrained.space,
+        constrained.score,
+        depths=range(1, 3),
+        partition=partition,
+    )
+    assert {s.partition for s in fitted.sweep.selectors.values()} == {partition}
     with pytest.raises(ValueError, match="partition"):
         sweep_depths(
             constrained.optima, constrained.space, constrained.score, depths=[2], partition="x"
