@@ -186,22 +186,15 @@ def test_sweep_goes_on_past_trees_that_collapse_to_one_leaf() -> None:
 def test_sweep_passes_the_partition_to_every_joint_tree(
     constrained: SimpleNamespace, partition: str
 ) -> None:
-    swept = sweep_depths(
-        constrained.optima,
-        constrained.space,
-        constrained.score,
-        depths=range(1, 4),
-        partition=partition,
-    )
-    assert {s.partition for s in swept.selectors.values()} == {partition}
-    fitted = fit_selector(
-        constrained.optima,
-        constrained.space,
-        constrained.score,
-        depths=range(1, 3),
-        partition=partition,
-    )
-    assert {s.partition for s in fitted.sweep.selectors.values()} == {partition}
+    for fit in (sweep_depths, lambda *a, **k: fit_selector(*a, **k).sweep):
+        swept = fit(
+            constrained.optima,
+            constrained.space,
+            constrained.score,
+            depths=range(1, 4),
+            partition=partition,
+        )
+        assert {s.partition for s in swept.selectors.values()} == {partition}
     with pytest.raises(ValueError, match="partition"):
         sweep_depths(
             constrained.optima, constrained.space, constrained.score, depths=[2], partition="x"
