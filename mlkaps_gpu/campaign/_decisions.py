@@ -1,6 +1,9 @@
 """Decisions from evidence: the configuration each grid point ships, and what it is worth.
 
 A grid point's candidates are the grid optimizer's choice (the surrogate's predicted optimum),
+every valid configuration of the point where the space enumerates them and they are a few
+dozen (a table replay's listed ones: the ensemble then decides among all of them, decision
+0026),
 every configuration measured at the point's exact inputs, and the incumbents (best measured
 configurations) of the input points measured repeatedly (a categorical GPU input...), valid
 there. Each candidate gets an estimate in the objective's model space (``log`` of a positive
@@ -50,6 +53,16 @@ NEIGHBOUR_CANDIDATES = 4
 #: for the best there (see :meth:`EvidenceScore.only_measured_at`): with one or two measured
 #: configurations, the best of them says little about the best of the point.
 STRICT_MIN_MEASURED = 5
+#: Most (grid point, valid design) rows for which every valid design of every grid point is a
+#: candidate (a table replay's listed designs, an enumerable space's valid set): the ensemble
+#: then decides among all of them, not only among the grid optimizer's choice (another model's
+#: argmin) and the measured ones. Above it, the optimizer's choice speaks for the model.
+ENUMERATED_CANDIDATES = 250_000
+#: Most valid designs of one grid point for which they are all candidates: the ensemble's
+#: argmin over thousands of designs is where it errs low (the optimizer's curse; on the syr2k
+#: replay it shipped a configuration 1.4x slower than the optimizer's choice), over a few dozen
+#: (a table's listed choices, a kernel's tile sizes) it is not (decision 0026).
+ENUMERATED_PER_POINT = 64
 #: Distance (inputs scaled to [0, 1], log-scaled where the parameter is) within which a
 #: configuration's measured residual corrects the model's estimate of it elsewhere
 #: (:meth:`EvidenceScore._local_residual`): a tenth of an input's range.
@@ -213,6 +226,7 @@ class EvidenceScore:
         self.kappa = kappa
         self.strict = strict
         self.model_error = float(model_error) if np.isfinite(model_error) else 0.0
+        self._last: tuple[bytes, tuple[np.ndarray, ...]] | None = None
 
     def only_measured_at(self, points: pd.DataFrame) -> EvidenceScore:
         """The same estimates, except that at those of ``points`` (input rows) where at least
@@ -248,7 +262,21 @@ class EvidenceScore:
         quadrature at ``strict`` points). (Not a precision-weighted
         blend: the members' spread is no calibrated error of the model at one configuration,
         and a blend let a smooth model pull a measured 5 % better configuration back to its
-        neighbours' level.)"""
+        neighbours' level.) The last table's answer is kept: deciding the same candidates
+        again (the optimization stage, then the trees stage) predicts them once."""
+        rows = table.reset_index(drop=True)
+        key = repr(list(rows.columns)).encode() + (
+            pd.util.hash_pandas_object(rows, index=False).to_numpy().tobytes()
+        )
+        if self._last is None or self._last[0] != key:
+            self._last = (key, self._estimate(rows))
+        mean, sd, seen, out = self._last[1]
+        return mean.copy(), sd.copy(), seen.copy(), out.copy()
+
+    def _estimate(
+        self, table: pd.DataFrame
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`estimate`, computed."""
         sign = self.evidence.sign
         mean, sd = self.model.predict_log(self.feature_space.features(table))
         mean = sign * mean
@@ -398,11 +426,17 @@ def decide(
 
 def _candidates(grid: pd.DataFrame, evidence: Evidence, space: Space) -> pd.DataFrame:
     """Every grid point's candidates (``_point``: its row in ``grid``): the grid optimizer's
-    choice, the configurations measured there, the other points' incumbents valid there and
-    the best measured configurations of its nearest measured input points valid there."""
+    choice, every valid design of the point where they are few enough to enumerate
+    (:data:`ENUMERATED_CANDIDATES`), the configurations measured there, the other points'
+    incumbents valid there and the best measured configurations of its nearest measured input
+    points valid there."""
     inputs = space.input_names
     point = np.arange(len(grid))
-    candidates = [grid[space.names].assign(_point=point)]
+    # every valid design first: where they are enumerated, the table does not depend on the
+    # grid's own design (deciding decided optima again reads the same table)
+    every = _every_valid(grid, space)
+    candidates = [] if every is None else [every]
+    candidates.append(grid[space.names].assign(_point=point))
     measured = evidence.table
     if len(measured):
         here = measured[space.names].merge(grid[inputs].assign(_point=point), on=inputs)
@@ -419,6 +453,39 @@ def _candidates(grid: pd.DataFrame, evidence: Evidence, space: Space) -> pd.Data
             candidates.append(block[space.is_valid(block[space.names])])
     table = pd.concat(candidates, ignore_index=True).drop_duplicates([*space.names, "_point"])
     return table.reset_index(drop=True)
+
+
+def _every_valid(grid: pd.DataFrame, space: Space) -> pd.DataFrame | None:
+    """Every valid design of every grid point (``_point``: its row in ``grid``), or None where
+    the space does not enumerate them, a point has more than :data:`ENUMERATED_PER_POINT` or
+    they exceed :data:`ENUMERATED_CANDIDATES` rows in all."""
+    inputs = grid[space.input_names].reset_index(drop=True)
+    listed = space.listed_design_codes(inputs)
+    if listed is not None:
+        owners, codes = listed
+    else:
+        if not space.enumerable:
+            return None
+        if space.constrained_inputs:
+            counts = grid["n_valid"].to_numpy() if "n_valid" in grid else None
+            if counts is not None and (
+                counts.sum() > ENUMERATED_CANDIDATES or counts.max() > ENUMERATED_PER_POINT
+            ):
+                return None
+            blocks = [space.valid_design_codes(row) for row in inputs.to_dict("records")]
+        else:
+            valid = space.valid_design_codes({})
+            if len(valid) > ENUMERATED_PER_POINT:
+                return None
+            blocks = [valid] * len(inputs)
+        owners = np.repeat(np.arange(len(inputs)), [len(b) for b in blocks])
+        codes = np.vstack(blocks) if blocks else np.zeros((0, len(space.design)), np.int64)
+    if not len(owners) or len(owners) > ENUMERATED_CANDIDATES:
+        return None
+    if np.bincount(owners).max() > ENUMERATED_PER_POINT:
+        return None
+    table = space.assemble(inputs.iloc[owners], codes)
+    return table[space.names].assign(_point=owners)
 
 
 def _carried(

@@ -39,6 +39,10 @@ from mlkaps_gpu.trees import (
     fit_selector,
 )
 
+#: Most boosting rounds of the decisions' ensemble, which keeps the rounds its out-of-bag error
+#: asks for from its default on (``BootstrapEnsemble(max_rounds=...)``, decision 0026).
+DECISION_MAX_ROUNDS = 1000
+
 
 @dataclass
 class Decided:
@@ -80,6 +84,7 @@ class DecisionStage:
         self.settings = settings
         self.ensemble = ensemble
         self.training = training
+        self._score: tuple[int, EvidenceScore] | None = None
 
     @classmethod
     def from_settings(
@@ -98,6 +103,7 @@ class DecisionStage:
                 categorical_features=context.space.categorical_features,
                 seed=context.seed,
                 center=DEFAULT_MEMBERS,
+                max_rounds=DECISION_MAX_ROUNDS,
             )
 
         return cls(context, settings, ensemble=ensemble, training=training)
@@ -115,8 +121,12 @@ class DecisionStage:
 
     def evidence_score(self) -> EvidenceScore:
         """Measurements and the ensemble fitted on every training sample (the transferred ones
-        included), for the primary objective."""
+        included), for the primary objective; fitted again only once measurements were added
+        (the store only grows)."""
         context = self.context
+        count = len(context.store)
+        if self._score is not None and self._score[0] == count:
+            return self._score[1]
         objective = context.objectives[0]
         valid = self.training.table()
         evidence = Evidence(
@@ -128,7 +138,9 @@ class DecisionStage:
         features = context.space.features(valid)
         model.fit(features, target)
         error = out_of_bag_error(model, features, target)
-        return EvidenceScore(evidence, model, context.space, model_error=error)
+        score = EvidenceScore(evidence, model, context.space, model_error=error)
+        self._score = (count, score)
+        return score
 
     def decide(self, optima: pd.DataFrame, score: EvidenceScore) -> pd.DataFrame:
         """Every grid point's decision (:func:`decide`), within ``[trees] max_configs``

@@ -53,6 +53,7 @@ class CampaignStages:
         self.store = store
         self._sampling_space: Space | None = None
         self._training: TrainingSamples | None = None
+        self._decisions: DecisionStage | None = None
 
     @property
     def sampling_space(self) -> Space:
@@ -181,13 +182,17 @@ class CampaignStages:
         return ModelingStage.from_settings(self.config.surrogate, self.context(), self.training)
 
     def decisions(self) -> DecisionStage:
-        """The decisions and trees stage of ``[trees]``."""
-        return DecisionStage.from_settings(
-            self.config.trees,
-            self.context(),
-            surrogate=self.config.surrogate,
-            training=self.training,
-        )
+        """The decisions and trees stage of ``[trees]``, one per campaign object: the
+        optimization stage and the confirmation share its evidence while no measurement was
+        added."""
+        if self._decisions is None:
+            self._decisions = DecisionStage.from_settings(
+                self.config.trees,
+                self.context(),
+                surrogate=self.config.surrogate,
+                training=self.training,
+            )
+        return self._decisions
 
     def optimization(
         self, progress: Progress | None = None, *, from_evidence: bool = False

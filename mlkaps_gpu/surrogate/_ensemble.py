@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import lightgbm as lgb
 import numpy as np
+import pandas as pd
 
 from mlkaps_gpu.surrogate._base import Surrogate
 from mlkaps_gpu.surrogate._compiled import CompiledForest, compile_model
@@ -42,6 +43,11 @@ DEFAULT_MEMBERS = 5
 CENTER_BAGGING = 0.8
 #: Rows from which ``engine="auto"`` compiles the members (a few milliseconds per member).
 _COMPILE_FROM_ROWS = 1000
+#: Rounds between two points of the out-of-bag error curve (``max_rounds``).
+OOB_STEP = 25
+#: Relative excess out-of-bag error that more rounds are not worth (``max_rounds``): on
+#: thousands of rows a 0.1 % gain is significant and costs twice the rounds.
+OOB_TOLERANCE = 0.01
 
 
 class BootstrapEnsemble(Surrogate):
@@ -56,12 +62,28 @@ class BootstrapEnsemble(Surrogate):
         seed: seeds the bootstrap weights and LightGBM.
         center: models trained on every row (row subsampling per tree) whose mean is the
             estimate (0: the bootstrap members' mean is).
+        max_rounds: when set, the number of boosting rounds is chosen from the data instead of
+            ``n_estimators`` alone: the bootstrap members grow up to ``max_rounds``, and the
+            rounds kept (by every member, the centre ones included) are the fewest, from
+            ``n_estimators`` on, whose out-of-bag error exceeds the smallest on the curve
+            (every :data:`OOB_STEP` rounds) by at most one standard error of the excess over
+            the same rows (Breiman's one-standard-error rule, paired) or
+            :data:`OOB_TOLERANCE` of it, whichever is larger. A model of thousands of rows
+            with structure left keeps learning; one of a few hundred rows keeps
+            ``n_estimators`` unless more rounds are clearly better out of bag (decision
+            0026).
         params: extra LightGBM parameters, overriding ``DEFAULT_PARAMS``.
         engine: who predicts, as for :class:`~mlkaps_gpu.surrogate.LightGBMSurrogate`:
             ``auto`` compiles the members (the branch-free C walk, same numbers to the bit)
             from the first prediction of 1,000 rows or more.
         cache_dir: where the compiled engine is kept between runs (``None``: a folder of this
             process).
+
+    Attributes (after ``fit``):
+        rounds_: the boosting rounds every member kept.
+        oob_curve_: with ``max_rounds``, the out-of-bag curve the rounds were chosen on
+            (``rounds``, ``oob_mse``, ``excess``, ``excess_se``; empty when no row was out
+            of bag).
     """
 
     @classmethod
@@ -72,6 +94,7 @@ class BootstrapEnsemble(Surrogate):
         categorical_features: Sequence[int] = (),
         seed: int = 0,
         center: int = 0,
+        max_rounds: int | None = None,
     ) -> BootstrapEnsemble:
         """The bootstrapped ensemble a campaign decides with (GA-Adaptive's model, the
         decisions, the trees' score): its own size, ``[surrogate] log_target``."""
@@ -80,6 +103,7 @@ class BootstrapEnsemble(Surrogate):
             log_target=settings.log_target,
             seed=seed,
             center=center,
+            max_rounds=max_rounds,
         )
 
     def __init__(
@@ -92,6 +116,7 @@ class BootstrapEnsemble(Surrogate):
         log_target: bool = True,
         seed: int = 0,
         center: int = 0,
+        max_rounds: int | None = None,
         params: dict[str, Any] | None = None,
         engine: Engine = "auto",
         cache_dir: str | Path | None = None,
@@ -100,6 +125,8 @@ class BootstrapEnsemble(Surrogate):
             raise ValueError(f"an ensemble needs at least 2 members, got {members}")
         if center < 0:
             raise ValueError(f"center must be 0 or more, got {center}")
+        if max_rounds is not None and max_rounds < 1:
+            raise ValueError(f"max_rounds must be 1 or more, got {max_rounds}")
         if engine not in ENGINES:
             raise ValueError(f"unknown prediction engine '{engine}' (allowed: {ENGINES})")
         self.engine = engine
@@ -111,6 +138,7 @@ class BootstrapEnsemble(Surrogate):
         self.log_target = log_target
         self.seed = seed
         self.center = center
+        self.max_rounds = max_rounds
         self.params = dict(params or {})
 
     def _fit(self, features: np.ndarray, target: np.ndarray) -> None:
@@ -128,6 +156,7 @@ class BootstrapEnsemble(Surrogate):
         self.boosters_: list[lgb.Booster] = []
         self._compiled: list[CompiledForest] | None = None
         self.weights_ = np.empty((self.members, len(target)))
+        grown = self.max_rounds or self.n_estimators
         for member in range(self.members):
             weights = rng.poisson(1.0, len(target)).astype(np.float64)
             if weights.sum() < 2:
@@ -138,9 +167,14 @@ class BootstrapEnsemble(Surrogate):
                 features[keep], target[keep], self.categorical_features, weights[keep]
             )
             member_params = {**params, "seed": self.seed + 7919 * member}
-            self.boosters_.append(
-                lgb.train(member_params, dataset, num_boost_round=self.n_estimators)
-            )
+            self.boosters_.append(lgb.train(member_params, dataset, num_boost_round=grown))
+        self.rounds_ = self.n_estimators
+        if self.max_rounds is not None:
+            self.rounds_, self.oob_curve_ = self._choose_rounds(features, target)
+            self.boosters_ = [
+                lgb.Booster(model_str=b.model_to_string(num_iteration=self.rounds_))
+                for b in self.boosters_
+            ]
         self.center_boosters_: list[lgb.Booster] = []
         self._compiled_center: list[CompiledForest] | None = None
         if self.center:
@@ -153,8 +187,47 @@ class BootstrapEnsemble(Surrogate):
                     "seed": self.seed + 104729 + 7919 * member,
                 }
                 self.center_boosters_.append(
-                    lgb.train(member_params, dataset, num_boost_round=self.n_estimators)
+                    lgb.train(member_params, dataset, num_boost_round=self.rounds_)
                 )
+
+    def _choose_rounds(self, features: np.ndarray, target: np.ndarray) -> tuple[int, pd.DataFrame]:
+        """The rounds kept (see ``max_rounds``) and the out-of-bag curve: per number of
+        rounds, the mean squared out-of-bag error, its excess over the best number's on the
+        same rows and the standard error of that excess."""
+        assert self.max_rounds is not None
+        start = min(self.n_estimators, self.max_rounds)
+        steps = list(range(start, self.max_rounds, OOB_STEP)) + [self.max_rounds]
+        errors = []
+        for booster, weights in zip(self.boosters_, self.weights_, strict=True):
+            unseen = weights == 0
+            if not unseen.any():
+                continue
+            rows = features[unseen]
+            prediction = np.zeros(len(rows))
+            squared, done = [], 0
+            for step in steps:  # staged: each call adds the next rounds' trees
+                prediction += booster.predict(
+                    rows, start_iteration=done, num_iteration=step - done, num_threads=1
+                )
+                done = step
+                squared.append((prediction - target[unseen]) ** 2)
+            errors.append(np.array(squared))
+        if not errors:
+            return self.max_rounds, pd.DataFrame()
+        matrix = np.hstack(errors)  # steps x out-of-bag rows of every member
+        mean = matrix.mean(axis=1)
+        best = int(np.argmin(mean))
+        # paired over the same rows: each step's excess error over the best step, and its
+        # standard error
+        excess = matrix - matrix[best]
+        count = matrix.shape[1]
+        se = excess.std(axis=1, ddof=1) / np.sqrt(count) if count > 1 else np.zeros(len(steps))
+        tolerance = np.maximum(se, OOB_TOLERANCE * mean[best])
+        chosen = steps[int(np.flatnonzero(excess.mean(axis=1) <= tolerance)[0])]
+        curve = pd.DataFrame(
+            {"rounds": steps, "oob_mse": mean, "excess": excess.mean(axis=1), "excess_se": se}
+        )
+        return chosen, curve
 
     def predict_members(self, features: np.ndarray) -> np.ndarray:
         """Every member's prediction in the model's space (``log(y)`` with ``log_target``):

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import mlkaps_gpu.campaign._decisions as decisions_module
 from mlkaps_gpu.campaign._decisions import (
     DECIDE_KAPPA,
     NOISE_FLOOR,
@@ -177,13 +178,37 @@ def test_a_configuration_that_also_ran_is_not_failed() -> None:
     assert decided["x"].iloc[0] == 3
 
 
-def test_a_point_whose_only_candidate_failed_says_so() -> None:
+def test_a_point_whose_only_candidate_failed_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
     sp = space()
     store = with_failures(samples([("b", 2, 1.0)]), [("a", 9)])
     evidence = Evidence(store, sp, "time")
     model = FixedModel({x: 0.0 for x in range(1, 11)}, sd=0.1)
+    # with every valid design a candidate, another one ships
+    decided = decide(grid_row("a", 9, 1.0), EvidenceScore(evidence, model, sp), sp, "time")
+    assert decided["source"].iloc[0] == "surrogate"
+    assert decided["x"].iloc[0] != 9
+    # too many to enumerate: the optimizer's choice is the only candidate, and it failed
+    monkeypatch.setattr(decisions_module, "ENUMERATED_CANDIDATES", 0)
     decided = decide(grid_row("a", 9, 1.0), EvidenceScore(evidence, model, sp), sp, "time")
     assert decided["source"].iloc[0] == "failed"
+
+
+def test_every_valid_design_is_a_candidate_where_they_are_few(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The grid optimizer's choice comes from another model: the ensemble decides among every
+    valid design of the point where the space enumerates them (a table replay's listed ones)."""
+    sp = space()
+    evidence = Evidence(samples([("b", 2, 1.0)]), sp, "time")
+    model = FixedModel({x: 0.0 for x in range(1, 11)} | {6: np.log(0.2)}, sd=0.05)
+    score = EvidenceScore(evidence, model, sp)
+    assert decide(grid_row("a", 4, 1.0), score, sp, "time")["x"].iloc[0] == 6
+    with monkeypatch.context() as patch:
+        patch.setattr(decisions_module, "ENUMERATED_CANDIDATES", 5)  # 10 rows in all: too many
+        assert decide(grid_row("a", 4, 1.0), score, sp, "time")["x"].iloc[0] == 4
+    # 10 designs at the point: too many for the ensemble's argmin to be trusted among them
+    monkeypatch.setattr(decisions_module, "ENUMERATED_PER_POINT", 9)
+    assert decide(grid_row("a", 4, 1.0), score, sp, "time")["x"].iloc[0] == 4
 
 
 def test_only_measured_at_guards_measurements_with_the_model_error() -> None:

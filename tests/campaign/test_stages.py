@@ -215,6 +215,21 @@ def test_decision_stage_ships_a_measured_configuration_the_measurements_prefer(
     pd.testing.assert_frame_equal(answers, decided.optima[SPACE.names], check_dtype=False)
 
 
+def test_decision_stage_fits_its_evidence_again_only_once_measurements_were_added(
+    tmp_path: Path,
+) -> None:
+    ctx = context(tmp_path)
+    sample(ctx, 40)
+    stage = decisions(ctx)
+    first = stage.evidence_score()
+    assert stage.evidence_score() is first  # the optimization stage's, read by the trees'
+    rows = SPACE.assemble(SPACE.grid(2), np.array([[0, 0], [1, 1]]))
+    ctx.store.append(rows, ctx.executor.run(rows))
+    again = stage.evidence_score()
+    assert again is not first
+    assert len(again.evidence.table) > len(first.evidence.table)
+
+
 def test_confirmation_stage_measures_the_answers_within_the_budget(tmp_path: Path) -> None:
     ctx = context(tmp_path)
     sample(ctx, 40)

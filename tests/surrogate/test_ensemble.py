@@ -111,3 +111,37 @@ def test_center_members_give_the_estimate_and_bootstrap_members_the_spread(engin
 def test_center_must_not_be_negative() -> None:
     with pytest.raises(ValueError, match="center"):
         BootstrapEnsemble(center=-1)
+
+
+def ridges(features: np.ndarray) -> np.ndarray:
+    """A surface with much fine structure: boosting keeps learning it past 150 rounds."""
+    x, y = features[:, 0], features[:, 1]
+    return np.exp(np.sin(3.0 * x) * np.cos(2.0 * y) + 0.5 * np.sin(7.0 * x * y) + 0.2 * x)
+
+
+def test_max_rounds_keeps_learning_where_the_out_of_bag_error_keeps_falling() -> None:
+    train, test = uniform(3000, 6), uniform(2000, 7)
+    fixed = BootstrapEnsemble(members=4, seed=0, center=2).fit(train, ridges(train))
+    grown = BootstrapEnsemble(members=4, seed=0, center=2, max_rounds=800)
+    grown.fit(train, ridges(train))
+    assert fixed.rounds_ == 150
+    assert 150 < grown.rounds_ <= 800
+    curve = grown.oob_curve_
+    assert curve["rounds"].iloc[0] == 150 and curve["rounds"].iloc[-1] == 800
+    assert curve["oob_mse"].iloc[-1] < curve["oob_mse"].iloc[0]
+    # every member keeps the chosen rounds, the centre ones included
+    assert {b.num_trees() for b in grown.boosters_ + grown.center_boosters_} == {grown.rounds_}
+
+    def error(model: BootstrapEnsemble) -> float:
+        return float(np.sqrt(np.mean((model.predict_log(test)[0] - np.log(ridges(test))) ** 2)))
+
+    assert error(grown) < 0.97 * error(fixed)
+
+
+def test_max_rounds_keeps_the_default_on_few_noisy_rows() -> None:
+    train = uniform(80, 8)
+    noisy = bowl(train) * np.exp(np.random.default_rng(9).normal(0.0, 0.3, len(train)))
+    model = BootstrapEnsemble(members=4, seed=0, max_rounds=600).fit(train, noisy)
+    assert model.rounds_ == 150
+    with pytest.raises(ValueError, match="max_rounds"):
+        BootstrapEnsemble(max_rounds=0)
