@@ -427,9 +427,9 @@ def decide(
 def _candidates(grid: pd.DataFrame, evidence: Evidence, space: Space) -> pd.DataFrame:
     """Every grid point's candidates (``_point``: its row in ``grid``): the grid optimizer's
     choice, every valid design of the point where they are few enough to enumerate
-    (:data:`ENUMERATED_CANDIDATES`), the configurations measured there, the other points'
-    incumbents valid there and the best measured configurations of its nearest measured input
-    points valid there."""
+    (:func:`_every_valid`), the configurations measured there, the other points' incumbents
+    valid there and the best measured configurations of its nearest measured input points
+    valid there."""
     inputs = space.input_names
     point = np.arange(len(grid))
     # every valid design first: where they are enumerated, the table does not depend on the
