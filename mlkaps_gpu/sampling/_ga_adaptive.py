@@ -12,9 +12,11 @@ sub-sampler.
    refits a bootstrapped LightGBM ensemble on every measurement (one model, the categorical
    inputs as features, so that what one GPU teaches serves the others) and spreads the rows
    over the exploitation points (the campaign's grid, or every value of inputs that take few
-   values): at each, the predicted optimum, the optimum predicted by a model of the point's
-   own rows alone (a hedge against sharing where a value's optimum lies elsewhere), one
-   incumbent of another point, and the best
+   values; where inputs take many values and the points outnumber a batch's rows, two rows at
+   each of half as many, so that configurations are compared at one input:
+   ``ExploitSettings.contrast``, decision 0027): at each, the predicted optimum, the optimum
+   predicted by a model of the point's own rows alone (a hedge against sharing where a value's
+   optimum lies elsewhere), one incumbent of another point, and the best
    ``mean - kappa * sd`` among the valid one-parameter neighbours of the point's incumbent,
    crossovers of good configurations and a random pool of valid configurations (``kappa``
    shrinks over the last evaluations per point).
@@ -339,14 +341,15 @@ class GAAdaptiveSampler(Sampler):
         model = self._model(measured, features)
         if model is None:
             return self.space.empty_table()
+        # inputs that take few values (GPUs, a list of sizes) are each revisited batch after
+        # batch, and their rows compare configurations there by themselves
+        contrast = 1 if self._finite_inputs else self.exploiter.settings.contrast
         if self.points is not None and len(self.points):
             points = self.points.reset_index(drop=True)
-            counts = np.full(len(points), n // len(points), dtype=np.int64)
-            extra = rng.choice(len(points), n % len(points), replace=False)
-            counts[extra] += 1
+            counts = _spread(n, len(points), contrast, rng)
         else:
-            points = self.space.sample_inputs(n, rng)
-            counts = np.ones(n, dtype=np.int64)
+            points = self.space.sample_inputs(-(-n // contrast), rng)
+            counts = _spread(n, len(points), contrast, rng)
         left = (self.budget - self.n_told) / len(counts)
         own = self._own_models(measured, features, points, log_target=model.log_target)
         return self.exploiter.propose(
@@ -406,6 +409,23 @@ class GAAdaptiveSampler(Sampler):
             "eps": self.eps(),
             "told": self.n_told,
         }
+
+
+def _spread(n: int, n_points: int, contrast: int, rng: np.random.Generator) -> np.ndarray:
+    """Rows per point for ``n`` rows over ``n_points`` points: evenly where every point gets
+    one or more; where the points outnumber the rows, ``contrast`` rows at each of
+    ``ceil(n / contrast)`` random points (the last one the rest), so that configurations are
+    compared at one input point (``ExploitSettings.contrast``)."""
+    counts = np.zeros(n_points, dtype=np.int64)
+    if n >= n_points:
+        counts += n // n_points
+        counts[rng.choice(n_points, n % n_points, replace=False)] += 1
+        return counts
+    per = max(1, min(contrast, n))
+    chosen = rng.choice(n_points, min(n_points, -(-n // per)), replace=False)
+    counts[chosen] = per
+    counts[chosen[-1]] -= per * len(chosen) - n
+    return counts
 
 
 def _check_shares(**shares: float) -> None:

@@ -1,0 +1,86 @@
+"""Where the exploitation points outnumber a batch's rows, GA-Adaptive measures ``contrast``
+configurations at each of fewer points, so that the model sees differences between
+configurations at one input (decision 0027); where every point gets a row, nothing changes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mlkaps_gpu.sampling import ExploitSettings, GAAdaptiveSampler
+from mlkaps_gpu.sampling._ga_adaptive import _spread
+from mlkaps_gpu.space import Parameter, Space
+
+
+def measure(rows: pd.DataFrame) -> pd.DataFrame:
+    """Tile 4 is best below n = 256, tile 16 above."""
+    best = np.where(rows["n"].to_numpy() < 256, 4, 16)
+    time = rows["n"].to_numpy() * (1.0 + 0.05 * np.abs(rows["tile"].to_numpy() - best))
+    return pd.DataFrame({"time": time, "status": "ok"})
+
+
+def exploited_rows(contrast: int, grid: pd.DataFrame | None) -> pd.DataFrame:
+    space = Space(
+        [Parameter("n", "int", low=16, high=4096)],
+        [Parameter("tile", "int", values=(1, 2, 4, 8, 16, 32))],
+    )
+    sampler = GAAdaptiveSampler(
+        space,
+        seed=0,
+        budget=200,
+        points=grid,
+        exploit=ExploitSettings(contrast=contrast),
+    )
+    rows = sampler.ask(40)  # the bootstrap (LHS)
+    sampler.tell(rows, measure(rows))
+    return sampler.ask(10)  # exploitation
+
+
+@pytest.mark.parametrize("grid", [None, pd.DataFrame({"n": np.geomspace(16, 4096, 64).round()})])
+def test_points_that_outnumber_the_batch_get_two_configurations_each(
+    grid: pd.DataFrame | None,
+) -> None:
+    paired = exploited_rows(2, grid)
+    assert len(paired) == 10
+    per_point = paired.groupby("n")["tile"].nunique()
+    assert len(per_point) == 5 and (per_point == 2).all()
+    single = exploited_rows(1, grid)
+    assert single["n"].nunique() == 10
+
+
+def test_spread_is_even_where_every_point_gets_a_row() -> None:
+    rng = np.random.default_rng(0)
+    counts = _spread(14, 4, 2, rng)
+    assert counts.sum() == 14 and set(counts) <= {3, 4}
+    counts = _spread(7, 100, 2, rng)
+    assert counts.sum() == 7 and sorted(counts[counts > 0]) == [1, 2, 2, 2]
+    counts = _spread(7, 3, 4, rng)  # fewer points than a contrast needs: every point
+    assert counts.sum() == 7 and (counts >= 2).all()
+
+
+def test_one_row_per_point_is_the_spread_of_before() -> None:
+    """``contrast = 1`` draws the same points from the same generator as before it existed."""
+    a, b = np.random.default_rng(3), np.random.default_rng(3)
+    counts = _spread(9, 50, 1, a)
+    before = np.zeros(50, dtype=np.int64)
+    before[b.choice(50, 9, replace=False)] += 1
+    assert (counts == before).all()
+
+
+def test_contrast_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="contrast"):
+        ExploitSettings(contrast=0)
+
+
+def test_inputs_of_a_few_values_keep_one_row_per_point() -> None:
+    """Five GPUs are each revisited batch after batch: a batch of two goes to two of them."""
+    space = Space(
+        [Parameter("gpu", "categorical", values=("a", "b", "c", "d", "e"))],
+        [Parameter("tile", "int", values=(1, 2, 4, 8, 16, 32))],
+    )
+    sampler = GAAdaptiveSampler(space, seed=0, budget=100)
+    rows = sampler.ask(20)
+    time = 1.0 + 0.05 * np.abs(rows["tile"].to_numpy() - 8)
+    sampler.tell(rows, pd.DataFrame({"time": time, "status": "ok"}))
+    assert sampler.ask(2)["gpu"].nunique() == 2
