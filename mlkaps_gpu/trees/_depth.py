@@ -3,10 +3,13 @@ whose regret is within a tolerance of the best.
 
 The regret is the score's (with :class:`RegretOracle`'s ``clip``, never below zero). Given
 ``measured_regret`` (the regret that measurements alone establish at the optima's points: the
-selected configuration and the point's decision both measured there), a depth is acceptable
-only if no point's measured regret exceeds ``tolerance`` (or, where no depth achieves that,
-the fewest such points): two input values whose best measured configurations differ beyond
-the tolerance are never merged into one leaf, whatever the model predicts.
+selected configuration and the point's decision both measured there), the depths within
+``tolerance`` of the best predicted regret are narrowed to those with the fewest points whose
+measured regret exceeds ``tolerance``: where the trees that reproduce every decision are among
+them (they have none), two input values whose best measured configurations differ beyond the
+tolerance are never merged into one leaf, whatever the model predicts. The guard only narrows:
+a violation counts where a tree's answer was measured, so a shallow tree of rarely measured
+answers shows few, and it must not win over trees the model rates far better (decision 0027).
 
 :func:`fit_selector` is the one-call entry the campaign uses: it builds the selector of a mode
 (``joint`` or ``per_parameter``) at a fixed depth or at the depth the sweep chooses.
@@ -79,8 +82,8 @@ class DepthSweep:
             (points whose raw tree configuration violates a constraint) and, with measured
             regret, ``measured_max`` (largest measured regret, 0 with none known) and
             ``measured_over`` (points whose measured regret exceeds the tolerance).
-        chosen: the smallest depth with the fewest ``measured_over`` whose mean regret is at
-            most the best of those + ``tolerance``.
+        chosen: among the depths whose mean regret is at most the best + ``tolerance``, the
+            smallest with the fewest ``measured_over``.
         tolerance: absolute tolerance on the mean relative regret.
         selectors: the fitted selector of every depth tried.
     """
@@ -152,11 +155,11 @@ def sweep_depths(
             # pay off collapses to a shallow tree at one limit and not at the next
             break
     table = pd.DataFrame(rows)
-    candidates = table
+    # the depths within the tolerance of the best predicted regret, then the fewest refuted by
+    # measurements among them (module docstring)
+    within = table[table["mean_regret"] <= float(table["mean_regret"].min()) + tolerance]
     if measured_regret is not None:
-        candidates = table[table["measured_over"] == table["measured_over"].min()]
-    best = float(candidates["mean_regret"].min())
-    within = candidates[candidates["mean_regret"] <= best + tolerance]
+        within = within[within["measured_over"] == within["measured_over"].min()]
     return DepthSweep(table, int(within["depth"].min()), tolerance, selectors)
 
 

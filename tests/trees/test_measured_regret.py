@@ -86,3 +86,30 @@ def test_clipped_oracle_never_reports_negative_regret() -> None:
     points = np.array([0, 1, 2])
     assert (clipped.regret(points, np.array([[0], [0], [0]])) >= 0).all()
     assert (clipped.matrix(points, configurations) >= 0).all()
+
+
+def test_fewer_measured_answers_do_not_buy_a_tree_the_model_rates_far_worse() -> None:
+    """The guard counts violations where a tree's answer was measured, so a shallow tree whose
+    answers are rarely measured shows fewer; it must not win when its predicted regret is far
+    beyond the best depth's (a one-split tree shipped for 4,299 shapes at 0.26 of the optimum,
+    decision 0027)."""
+    apart = {**SCORES, ("p1", 3): 2.0, ("p2", 2): 2.0}  # every merge costs a factor 2
+
+    def far_score(table: pd.DataFrame) -> np.ndarray:
+        return np.array([apart[(g, int(x))] for g, x in zip(table["g"], table["x"], strict=True)])
+
+    def noisy_measured(table: pd.DataFrame) -> np.ndarray:
+        """Measured only the decisions of p1 and p2, each 20 % above a faster one measured."""
+        out = np.full(len(table), np.nan)
+        for row, (g, x) in enumerate(zip(table["g"], table["x"], strict=True)):
+            if (g, int(x)) in (("p1", 2), ("p2", 3)):
+                out[row] = 0.2
+        return out
+
+    sweep = sweep_depths(
+        optima(), space(), far_score, depths=[1, 2], tolerance=0.01, measured_regret=noisy_measured
+    )
+    table = sweep.table.set_index("depth")
+    assert table.loc[1, "measured_over"] < table.loc[2, "measured_over"]
+    assert table.loc[1, "mean_regret"] > table.loc[2, "mean_regret"] + 0.01
+    assert sweep.chosen == 2
