@@ -2,9 +2,11 @@
 
 Within the share of the budget the sampling stage left (``[sampling] confirm``), it measures the
 answers at the grid points where they were never measured, re-decides and refits the trees; when
-every answer is measured, it spends what is left on the answers' most promising unmeasured
-neighbours. Where the budget (or the rounds) ends before an answer was measured and its point has
-measurements, a configuration measured there ships instead.
+every answer is measured, a kernel measured live has its answers that rest on one measurement
+measured again (the least certain first, one batch a round: the best of several noisy
+measurements is the likeliest to be a lucky one), and what is left goes to the answers' most
+promising unmeasured neighbours. Where the budget (or the rounds) ends before an answer was
+measured and its point has measurements, a configuration measured there ships instead.
 """
 
 from __future__ import annotations
@@ -42,6 +44,9 @@ class ConfirmationStage:
         batch_size: most neighbours measured per round.
         ship_measured: where an answer stays unmeasured, ship a configuration measured at its
             point (with a confirmation reserve; off when the campaign keeps none).
+        remeasure: measure again the answers measured once (a kernel measured live; a replay
+            gives the same value every time). It stops for good when a round of them measures
+            exactly what it measured before (a deterministic kernel).
     """
 
     def __init__(
@@ -52,12 +57,14 @@ class ConfirmationStage:
         budget: int,
         batch_size: int,
         ship_measured: bool = True,
+        remeasure: bool = False,
     ) -> None:
         self.context = context
         self.decisions = decisions
         self.budget = int(budget)
         self.batch_size = int(batch_size)
         self.ship_measured = ship_measured
+        self.remeasure = remeasure
 
     @classmethod
     def from_settings(
@@ -67,15 +74,18 @@ class ConfirmationStage:
         decisions: DecisionStage,
         *,
         confirm_share: float,
+        remeasure: bool = False,
     ) -> ConfirmationStage:
         """The stage of ``[sampling]`` (budget, batch size), with the campaign's confirmation
-        share (0 where it keeps no reserve)."""
+        share (0 where it keeps no reserve) and whether answers are measured again (a kernel
+        measured live)."""
         return cls(
             context,
             decisions,
             budget=settings.budget,
             batch_size=settings.batch_size,
             ship_measured=confirm_share > 0,
+            remeasure=remeasure,
         )
 
     def run(self, optima: pd.DataFrame) -> tuple[pd.DataFrame, FittedSelector, dict[str, Any]]:
@@ -87,7 +97,14 @@ class ConfirmationStage:
         decided = decisions.run(optima)
         optima, fitted, score = decided.optima, decided.fitted, decided.score
         assert score is not None  # decided from the evidence
-        spent = {"answers": 0, "neighbours": 0, "unconfirmed": 0, "measured_instead": 0}
+        spent = {
+            "answers": 0,
+            "remeasured": 0,
+            "neighbours": 0,
+            "unconfirmed": 0,
+            "measured_instead": 0,
+        }
+        remeasure = self.remeasure
         rounds = 0
         while rounds < CONFIRM_ROUNDS and len(store) < self.budget:
             left = self.budget - len(store)
@@ -96,19 +113,30 @@ class ConfirmationStage:
             # an answer unlisted (invalid) at its point is not measured: it can only fail
             unmeasured = answers[~tried & space.is_valid(answers)]
             unmeasured = unmeasured.drop_duplicates(space.names)
-            kind = "answers" if len(unmeasured) else "neighbours"
-            if len(unmeasured) > left:
-                unmeasured = self._least_certain(unmeasured, score, left, rounds)
-            rows = unmeasured if len(unmeasured) else self._polish_rows(optima, score, left)
+            once = self._measured_once(answers, score) if remeasure else answers.iloc[:0]
+            if len(unmeasured):
+                kind = "answers"
+                if len(unmeasured) > left:
+                    unmeasured = self._least_certain(unmeasured, score, left, rounds)
+                rows = unmeasured
+            elif len(once):
+                kind = "remeasured"
+                rows = self._least_certain(once, score, min(left, self.batch_size), rounds)
+            else:
+                kind = "neighbours"
+                rows = self._polish_rows(optima, score, left)
             if len(rows) == 0:
                 break
             rows = rows[space.names].reset_index(drop=True)
+            before = score.evidence.lookup(rows)
             store.append(rows, *context.measure(rows))
             spent[kind] += len(rows)
             rounds += 1
             decided = decisions.run(optima)
             optima, fitted, score = decided.optima, decided.fitted, decided.score
             assert score is not None
+            if kind == "remeasured" and self._repeatable(rows, before, score):
+                remeasure = False  # the kernel gives the same value every time
         # The budget (or the rounds) ended before some answers were measured: where the point
         # has measurements, ship a configuration measured there rather than an unconfirmed guess.
         unconfirmed = ~score.evidence.tried(decisions.answers(fitted.selector, optima))
@@ -135,6 +163,27 @@ class ConfirmationStage:
         tie_break = rng.permutation(len(answers))
         order = np.lexsort((tie_break, -np.round(uncertainty, 6)))
         return answers.iloc[np.sort(order[:n])]
+
+    def _measured_once(self, answers: pd.DataFrame, score: EvidenceScore) -> pd.DataFrame:
+        """The distinct answers measured (successfully) exactly once."""
+        found = score.evidence.match(answers)
+        once = (found["_n"] == 1).to_numpy() & ~found["_failed"].to_numpy()
+        return answers[once].drop_duplicates(self.context.space.names)
+
+    @staticmethod
+    def _repeatable(
+        rows: pd.DataFrame,
+        before: tuple[np.ndarray, np.ndarray, np.ndarray],
+        score: EvidenceScore,
+    ) -> bool:
+        """Whether the rows measured again successfully gave exactly what they measured before
+        (their mean over the measurements is unchanged): a deterministic kernel."""
+        f_before, _, n_before = before
+        f_after, _, n_after = score.evidence.lookup(rows)
+        again = np.isfinite(f_before) & (n_after > n_before)
+        return bool(again.any()) and bool(
+            np.allclose(f_after[again], f_before[again], rtol=1e-12, atol=0.0)
+        )
 
     def _polish_rows(self, optima: pd.DataFrame, score: EvidenceScore, n: int) -> pd.DataFrame:
         """Up to one batch (and ``n``) of unmeasured neighbours of the decisions, ranked by
@@ -194,6 +243,7 @@ class ConfirmationStage:
             "confirmation": {
                 "rounds": rounds,
                 "measured_answers": spent["answers"],
+                "remeasured_answers": spent["remeasured"],
                 "measured_neighbours": spent["neighbours"],
                 "unconfirmed_answers": spent["unconfirmed"],
                 "measured_instead": spent["measured_instead"],

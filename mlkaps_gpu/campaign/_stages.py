@@ -216,7 +216,11 @@ class CampaignStages:
     def confirmation(self, decisions: DecisionStage, confirm_share: float) -> ConfirmationStage:
         """The confirmation of ``decisions``'s trees within ``[sampling]``'s budget."""
         return ConfirmationStage.from_settings(
-            self.config.sampling, decisions.context, decisions, confirm_share=confirm_share
+            self.config.sampling,
+            decisions.context,
+            decisions,
+            confirm_share=confirm_share,
+            remeasure=self.config.kernel.executor != "replay",
         )
 
     def codegen(self) -> CodegenStage:

@@ -321,7 +321,8 @@ def _verification_rows(verification: Mapping[str, Any]) -> dict[str, str]:
     if isinstance(confirmation, Mapping):
         rows["confirmation by measurement"] = (
             f"{confirmation.get('rounds', 0)} rounds: {confirmation.get('measured_answers', 0)} "
-            f"answers and {confirmation.get('measured_neighbours', 0)} neighbours measured; "
+            f"answers, {confirmation.get('remeasured_answers', 0)} answers again and "
+            f"{confirmation.get('measured_neighbours', 0)} neighbours measured; "
             f"{confirmation.get('unconfirmed_answers', 0)} answers left unmeasured, "
             f"{confirmation.get('measured_instead', 0)} replaced by a configuration measured there"
         )

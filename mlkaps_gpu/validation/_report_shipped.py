@@ -208,7 +208,8 @@ def _lead(
     if isinstance(confirmation, Mapping):
         sure += (
             f"; the confirmation rounds ({confirmation.get('rounds', 0)}) measured "
-            f"{confirmation.get('measured_answers', 0)} answers and "
+            f"{confirmation.get('measured_answers', 0)} answers, "
+            f"{confirmation.get('remeasured_answers', 0)} answers again and "
             f"{confirmation.get('measured_neighbours', 0)} neighbours, "
             f"{confirmation.get('unconfirmed_answers', 0)} answers were left unmeasured and "
             f"{confirmation.get('measured_instead', 0)} replaced by a configuration measured "
