@@ -343,6 +343,18 @@ class EvidenceScore:
             self._residuals_cache = table["_f"].to_numpy() - self.evidence.sign * predicted
         return self._residuals_cache
 
+    def surprises(self, table: pd.DataFrame) -> np.ndarray:
+        """Per row of ``table``: its measured minus predicted value (signed model space:
+        negative where it measured better than the model predicts) over twice the median
+        absolute residual of every measured configuration; NaN where it was not measured."""
+        residuals = self._residuals()
+        scale = 2.0 * float(np.median(np.abs(residuals))) if len(residuals) else 0.0
+        names = self.evidence.space.names
+        keyed = self.evidence.table[names].assign(_r=residuals / max(scale, 1e-12))
+        rows = table[names].reset_index(drop=True).assign(_row=np.arange(len(table)))
+        merged = rows.merge(keyed, on=names, how="left").sort_values("_row")
+        return merged["_r"].to_numpy(dtype=np.float64)
+
     def pessimistic(self, table: pd.DataFrame) -> np.ndarray:
         """Signed ``mean + kappa * uncertainty`` per row."""
         mean, uncertainty, _, _ = self.estimate(table)

@@ -2,9 +2,10 @@
 
 Within the share of the budget the sampling stage left (``[sampling] confirm``), it measures the
 answers at the grid points where they were never measured, re-decides and refits the trees; when
-every answer is measured, a kernel measured live has its answers that rest on one measurement
-measured again (the least certain first, one batch a round: the best of several noisy
-measurements is the likeliest to be a lucky one), and what is left goes to the answers' most
+every answer is measured, a kernel measured live has the answers that rest on one measurement
+and measured surprisingly well (better than the model predicts, by more than twice the median
+residual) measured again, the most surprising first, one batch a round (the best of several
+noisy measurements is the likeliest to be a lucky one); what is left goes to the answers' most
 promising unmeasured neighbours. Where the budget (or the rounds) ends before an answer was
 measured and its point has measurements, a configuration measured there ships instead.
 """
@@ -44,9 +45,9 @@ class ConfirmationStage:
         batch_size: most neighbours measured per round.
         ship_measured: where an answer stays unmeasured, ship a configuration measured at its
             point (with a confirmation reserve; off when the campaign keeps none).
-        remeasure: measure again the answers measured once (a kernel measured live; a replay
-            gives the same value every time). It stops for good when a round of them measures
-            exactly what it measured before (a deterministic kernel).
+        remeasure: measure again the answers measured once and surprisingly well (a kernel
+            measured live; a replay gives the same value every time). It stops for good when a
+            round of them measures exactly what it measured before (a deterministic kernel).
     """
 
     def __init__(
@@ -113,7 +114,7 @@ class ConfirmationStage:
             # an answer unlisted (invalid) at its point is not measured: it can only fail
             unmeasured = answers[~tried & space.is_valid(answers)]
             unmeasured = unmeasured.drop_duplicates(space.names)
-            once = self._measured_once(answers, score) if remeasure else answers.iloc[:0]
+            once = self._surprising(answers, score) if remeasure else answers.iloc[:0]
             if len(unmeasured):
                 kind = "answers"
                 if len(unmeasured) > left:
@@ -121,7 +122,7 @@ class ConfirmationStage:
                 rows = unmeasured
             elif len(once):
                 kind = "remeasured"
-                rows = self._least_certain(once, score, min(left, self.batch_size), rounds)
+                rows = once.head(min(left, self.batch_size))
             else:
                 kind = "neighbours"
                 rows = self._polish_rows(optima, score, left)
@@ -164,11 +165,16 @@ class ConfirmationStage:
         order = np.lexsort((tie_break, -np.round(uncertainty, 6)))
         return answers.iloc[np.sort(order[:n])]
 
-    def _measured_once(self, answers: pd.DataFrame, score: EvidenceScore) -> pd.DataFrame:
-        """The distinct answers measured (successfully) exactly once."""
-        found = score.evidence.match(answers)
-        once = (found["_n"] == 1).to_numpy() & ~found["_failed"].to_numpy()
-        return answers[once].drop_duplicates(self.context.space.names)
+    def _surprising(self, answers: pd.DataFrame, score: EvidenceScore) -> pd.DataFrame:
+        """The distinct answers measured (successfully) exactly once that measured better than
+        the model predicts by more than twice the median residual, the most surprising first:
+        a lucky reading (an outlier among noisy measurements) looks so."""
+        distinct = answers.drop_duplicates(self.context.space.names).reset_index(drop=True)
+        found = score.evidence.match(distinct)
+        surprise = score.surprises(distinct)
+        once = (found["_n"] == 1).to_numpy() & ~found["_failed"].to_numpy() & (surprise < -1.0)
+        order = np.argsort(surprise[once], kind="stable")
+        return distinct[once].iloc[order]
 
     @staticmethod
     def _repeatable(
