@@ -90,6 +90,7 @@ EXTRA_SAMPLERS = ("lhs", "random", "hvs")
 MODEL_SEEDS = 5
 HEADER = "project header"
 CAMPAIGN_LGBM = "LightGBM argmin on the campaign's samples"
+TRUTH_REPLAY = f"{HEADER} (replay of the truth table)"
 FIXED = "fixed default"
 SINGLE_FULL = "best single configuration (full knowledge)"
 NOT_LANDED = "project header: not available yet (table replay not landed)"
@@ -434,9 +435,20 @@ def bench_measured(
             )
             curves.setdefault(CAMPAIGN_LGBM + suffix, []).append(np.mean(per_model, axis=0))
             log(f"    scored in {time.perf_counter() - started - result.tune_seconds:.0f} s")
+        if samplers:  # the project's defaults on the peers' data
+            replayed = project.run_truth_replay(problem, cells, truth, seed, workdir)
+            log(f"  {case} seed {seed} replay of the truth: tuned in {replayed.tune_seconds:.0f} s")
+            add(TRUTH_REPLAY, seed, point_fractions(truth, replayed.answers), replayed.tune_seconds)
         answers = peers.peer_answers(truth, budget, np.random.default_rng([seed, budget]))
         for tool, chosen in answers.items():
             add(tool, seed, point_fractions(truth, chosen))
+    if samplers:
+        notes.append(
+            f"{TRUTH_REPLAY}: the same problem and method settings (the project's defaults), "
+            'tuned on a table replay of the truth (`format = "csv"`, `input_columns`): the '
+            "budgeted peers' data, with its noise and its input points (the grid is the truth's "
+            "points); its compiled header's answer at every point."
+        )
     notes += header_against_campaign_model(rows)
     return rows, {k: np.mean(v, axis=0) for k, v in curves.items()}, truth, notes
 

@@ -244,6 +244,66 @@ def campaign_config(problem: Problem, seed: int, method: str | None) -> dict[str
     return data
 
 
+def truth_replay_config(problem: Problem, table: Path, seed: int) -> dict[str, Any]:
+    """The problem's campaign on a table replay of its truth (the budgeted peers' data): the
+    same budget, seed, constraints and method settings; inputs, configurations and grid from
+    the table."""
+    data = copy.deepcopy(problem.config)
+    data.setdefault("campaign", {})["seed"] = int(seed)
+    data["kernel"] = {
+        "executor": "replay",
+        "format": "csv",
+        "objective": "time",
+        "files": str(table),
+        "input_columns": list(problem.points.columns),
+        "design_columns": _design_names(problem),
+    }
+    data.pop("inputs", None)
+    constraints = data.get("design", {}).get("constraints")
+    data["design"] = {"constraints": constraints} if constraints else {}
+    if not data["design"]:
+        data.pop("design")
+    data.get("optimization", {}).pop("grid", None)
+    return data
+
+
+def run_truth_replay(
+    problem: Problem, cells: pd.DataFrame, truth: Truth, seed: int, workdir: Path
+) -> CampaignResult:
+    """A campaign (the project's defaults) on a replay of the truth table: the peers' data,
+    its noise and its input points; its compiled header's answer at every truth point."""
+    import mlkaps_gpu
+    from mlkaps_gpu.codegen import CompiledHeader
+
+    table = workdir / problem.name / "truth_table.csv"
+    table.parent.mkdir(parents=True, exist_ok=True)
+    columns = [*problem.points.columns, *_design_names(problem)]
+    cells[[*columns, "time"]].to_csv(table, index=False)  # a failed cell: inf, a failure
+    directory = workdir / problem.name / f"truth_replay_s{seed}"
+    path = directory.with_suffix(".toml")
+    path.write_text(config_text(truth_replay_config(problem, table, seed)))
+    started = time.perf_counter()
+    campaign = mlkaps_gpu.tune(path, out=directory)
+    seconds = time.perf_counter() - started
+    compiled = CompiledHeader(
+        campaign.load_selector(),
+        campaign.header_path.read_text(),
+        prefix=campaign.config.trees.prefix,
+        build_dir=directory / "build",
+    )
+    answers = truth.config_index(compiled(truth.inputs.copy()))
+    samples = campaign.store.load()
+    values = pd.to_numeric(samples["time"], errors="coerce").to_numpy(dtype=float)
+    ok = (samples["status"] == "ok").to_numpy() & np.isfinite(values)
+    return CampaignResult(
+        answers=answers,
+        samples=samples,
+        sample_times=np.where(ok, values, math.inf),
+        tune_seconds=seconds,
+        directory=directory,
+    )
+
+
 def run_campaign(
     problem: Problem, truth: Truth, seed: int, method: str | None, workdir: Path
 ) -> CampaignResult:

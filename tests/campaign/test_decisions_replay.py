@@ -132,6 +132,10 @@ def test_five_values_get_five_configurations(tmp_path: Path, seed: int) -> None:
     assert report["measured_regret"]["known"] == 5
     assert report["measured_regret"]["max"] <= 0.01
     assert len(report["per_point"]) == 5
+    # a replay measures the same value every time: no answer is measured again
+    assert report["confirmation"]["remeasured_answers"] == 0
+    keys = samples[["gpu", "a", "b", "variant"]]
+    assert not keys.duplicated().any()
 
 
 def write_failing_case(folder: Path, seed: int) -> str:

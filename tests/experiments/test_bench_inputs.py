@@ -113,6 +113,30 @@ def test_geometric_ints_are_distinct_and_span_the_range():
     assert np.all(np.diff(np.log(values)) > 0)
 
 
+def test_truth_replay_tunes_the_problem_on_its_truth_table(tmp_path):
+    """The project header on the peers' data: the demo's problem (its constraints, budget 60)
+    replayed from a synthetic truth whose best block is the one nearest n / 4."""
+    problem = project.demo_problem(6)
+    problem.config["sampling"]["budget"] = 60
+    config = project.truth_replay_config(problem, tmp_path / "t.csv", seed=1)
+    assert "inputs" not in config
+    assert config["design"] == {"constraints": problem.config["design"]["constraints"]}
+    assert config["kernel"]["input_columns"] == ["n"]
+    assert config["kernel"]["design_columns"] == ["block", "order"]
+    setup = project._prepared(problem, for_truth=False)
+    cells = project.valid_cells(problem, setup.space)
+    setup.executor.close()
+    ratio = np.log2(cells["block"] / (cells["n"] / 4.0))
+    cells["time"] = (1.0 + ratio**2) * (1.0 + 0.1 * (cells["order"] != "ijk"))
+    cells.loc[cells.index[:1], "time"] = math.inf  # a failed cell replays as a failure
+    truth = project.truth_of(problem, cells)
+    result = project.run_truth_replay(problem, cells, truth, 1, tmp_path)
+    assert (result.answers >= 0).all()
+    fractions = truth_module.point_fractions(truth, result.answers)
+    assert truth_module.summarize_fractions(fractions)["geomean"] > 0.9
+    assert len(result.samples) <= 60
+
+
 # ------------------------------------------------------------------------------ AutoHeuristic
 def write_ah_file(path, *, extern: bool = True):
     """A small AutoHeuristic file: 24 shapes (m, k, dtype), 3 Triton choices (+ extern),
