@@ -32,6 +32,8 @@ Tools, same budget B in one run (demo / lu: the campaign's budget; replay: share
   ``[sampling] method`` = lhs, random, hvs as extra rows. Replay cases: a campaign on
   ``configs/<case>_replay.toml`` once the project can replay AutoHeuristic tables, else the row
   says it is not available.
+* ``project header (replay of the truth table)`` (demo / lu): the same problem and defaults tuned
+  on a table replay of the truth: the budgeted peers' data, noise and input points.
 * ``LightGBM argmin on the campaign's samples``: LightGBM on the same campaign's stored samples
   (``Campaign.store.load()``), argmin over the listed configurations per point, 5 model seeds
   averaged.
