@@ -272,9 +272,6 @@ def run_truth_replay(
 ) -> CampaignResult:
     """A campaign (the project's defaults) on a replay of the truth table: the peers' data,
     its noise and its input points; its compiled header's answer at every truth point."""
-    import mlkaps_gpu
-    from mlkaps_gpu.codegen import CompiledHeader
-
     table = workdir / problem.name / "truth_table.csv"
     table.parent.mkdir(parents=True, exist_ok=True)
     columns = [*problem.points.columns, *_design_names(problem)]
@@ -282,6 +279,28 @@ def run_truth_replay(
     directory = workdir / problem.name / f"truth_replay_s{seed}"
     path = directory.with_suffix(".toml")
     path.write_text(config_text(truth_replay_config(problem, table, seed)))
+    return _tuned(path, directory, truth)
+
+
+def run_campaign(
+    problem: Problem, truth: Truth, seed: int, method: str | None, workdir: Path
+) -> CampaignResult:
+    """Tune (``mlkaps_gpu.tune``), compile the header, answer at every truth point."""
+    text = config_text(campaign_config(problem, seed, method))
+    digest = hashlib.sha256(text.encode()).hexdigest()[:10]
+    directory = workdir / problem.name / f"{method or 'default'}_s{seed}_{digest}"
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory.with_suffix(".toml")
+    path.write_text(text)
+    return _tuned(path, directory, truth)
+
+
+def _tuned(path: Path, directory: Path, truth: Truth) -> CampaignResult:
+    """Tune the configuration file ``path`` into ``directory``, compile its header and answer
+    at every truth point."""
+    import mlkaps_gpu
+    from mlkaps_gpu.codegen import CompiledHeader
+
     started = time.perf_counter()
     campaign = mlkaps_gpu.tune(path, out=directory)
     seconds = time.perf_counter() - started
@@ -292,42 +311,6 @@ def run_truth_replay(
         build_dir=directory / "build",
     )
     answers = truth.config_index(compiled(truth.inputs.copy()))
-    samples = campaign.store.load()
-    values = pd.to_numeric(samples["time"], errors="coerce").to_numpy(dtype=float)
-    ok = (samples["status"] == "ok").to_numpy() & np.isfinite(values)
-    return CampaignResult(
-        answers=answers,
-        samples=samples,
-        sample_times=np.where(ok, values, math.inf),
-        tune_seconds=seconds,
-        directory=directory,
-    )
-
-
-def run_campaign(
-    problem: Problem, truth: Truth, seed: int, method: str | None, workdir: Path
-) -> CampaignResult:
-    """Tune (``mlkaps_gpu.tune``), compile the header, answer at every truth point."""
-    import mlkaps_gpu
-    from mlkaps_gpu.codegen import CompiledHeader
-
-    text = config_text(campaign_config(problem, seed, method))
-    digest = hashlib.sha256(text.encode()).hexdigest()[:10]
-    directory = workdir / problem.name / f"{method or 'default'}_s{seed}_{digest}"
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory.with_suffix(".toml")
-    path.write_text(text)
-    started = time.perf_counter()
-    campaign = mlkaps_gpu.tune(path, out=directory)
-    seconds = time.perf_counter() - started
-    compiled = CompiledHeader(
-        campaign.load_selector(),
-        campaign.header_path.read_text(),
-        prefix=campaign.config.trees.prefix,
-        build_dir=directory / "build",
-    )
-    chosen = compiled(truth.inputs.copy())
-    answers = truth.config_index(chosen)
     samples = campaign.store.load()
     objective = next(iter(campaign.config.objectives))
     values = pd.to_numeric(samples[objective], errors="coerce").to_numpy(dtype=float)
