@@ -98,8 +98,10 @@ class SamplingSettings(SettingsModel):
         description=(
             "Share of the budget kept from sampling to measure the header's answers on the grid "
             "before it is written (an answer that measures worse than the best measured "
-            "configuration there is replaced and the trees refitted); what the answers do not "
-            "need is spent on their most promising unmeasured neighbours; where the reserve "
+            "configuration there is replaced and the trees refitted); with a kernel measured "
+            "live, answers that rest on one measurement better than the model predicts are "
+            "measured again; what the answers do not need is spent on their most promising "
+            "unmeasured neighbours; where the reserve "
             "runs out before an answer was measured, a configuration measured at that point "
             "ships instead. Single objective only."
         ),
