@@ -32,7 +32,9 @@ class OptimizationSettings(SettingsModel):
             "Grid points per input: one size for every input, or a table `{input = size}` "
             f"(inputs it does not name get {DEFAULT_AXIS_SIZE}); geometric for log inputs, "
             "every value for categoricals. Keys must be inputs; at most "
-            f"{MAX_GRID_POINTS} points in all."
+            f"{MAX_GRID_POINTS} points in all. An integer input that a constraint ties to the "
+            "design (`block <= n`) also gets both sides of the values where the valid "
+            "configurations change, up to half its size more."
         ),
         json_schema_extra={
             "allowed": f"an integer from 1 to {MAX_GRID_SIZE}, or a table {{input = size}}"

@@ -343,5 +343,6 @@ def test_progress_is_reported() -> None:
     optimizer = GridOptimizer(
         space, method="exhaustive", progress=lambda d, t: calls.append((d, t))
     )
-    optimizer.run([Analytic(time_model)], space.grid(3))
-    assert calls[-1] == (3, 3)
+    grid = space.grid(3)  # 3 values of n and a break of "bx * by <= n"
+    optimizer.run([Analytic(time_model)], grid)
+    assert len(grid) == 5 and calls[-1] == (5, 5)

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from mlkaps_gpu.space import NEIGHBOUR_KINDS, Parameter, Space, SpaceError
+from mlkaps_gpu.space._grid import cartesian_grid
 from mlkaps_gpu.space._space import DEFAULT_ENUMERATE_LIMIT
 
 INPUTS = [
@@ -500,7 +501,14 @@ def test_constraints_on_inputs_only_restrict_the_input_domain(constraints: list[
     rows = space.sample_valid(300, rng)
     assert space.is_valid(rows).all()
     grid = space.grid(8)
-    assert 0 < len(grid) < 64 and space.satisfies_input_constraints(grid).all()
+    full = cartesian_grid(space, 8, breaks=True)
+    if "block <= n2" in constraints:  # n2 gains where 2 of blocks 32, 64, 128 become valid
+        added = sorted(set(full["n2"]) - set(space.parameters["n2"].grid(8)))
+        assert len(added) == 4 and len(full) == 8 * 12
+        assert all((x - 1, x) in {(31, 32), (63, 64), (127, 128)} for x in added[1::2])
+    else:
+        assert len(full) == 64
+    assert 0 < len(grid) < len(full) and space.satisfies_input_constraints(grid).all()
     assert space.enumerable  # a constraint on inputs only does not force per-input masks
     outside = {"n1": 16, "n2": 4096}
     assert len(space.valid_design_codes(outside)) == 0
