@@ -126,11 +126,14 @@ def assert_clean(result: subprocess.CompletedProcess[str]) -> None:
 
 
 def store_rows(directory: Path) -> list[tuple[object, ...]]:
-    """Every stored measurement (without the timestamp), read without changing the file."""
+    """Every stored measurement (without the timestamp), read without changing the file (none
+    while the campaign has created the file but not yet its table)."""
     uri = f"file:{directory / 'samples.sqlite'}?mode=ro"
     connection = sqlite3.connect(uri, uri=True)
     try:
         columns = [r[1] for r in connection.execute("PRAGMA table_info(samples)")]
+        if not columns:
+            return []
         kept = ", ".join(f'"{c}"' for c in columns if c != "timestamp")
         return connection.execute(f"SELECT {kept} FROM samples ORDER BY id").fetchall()  # noqa: S608
     finally:
