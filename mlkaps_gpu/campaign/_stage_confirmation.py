@@ -114,18 +114,19 @@ class ConfirmationStage:
             # an answer unlisted (invalid) at its point is not measured: it can only fail
             unmeasured = answers[~tried & space.is_valid(answers)]
             unmeasured = unmeasured.drop_duplicates(space.names)
-            once = self._surprising(answers, score) if remeasure else answers.iloc[:0]
             if len(unmeasured):
                 kind = "answers"
                 if len(unmeasured) > left:
                     unmeasured = self._least_certain(unmeasured, score, left, rounds)
                 rows = unmeasured
-            elif len(once):
-                kind = "remeasured"
-                rows = once.head(min(left, self.batch_size))
             else:
-                kind = "neighbours"
-                rows = self._polish_rows(optima, score, left)
+                once = self._surprising(answers, score) if remeasure else answers.iloc[:0]
+                kind = "remeasured" if len(once) else "neighbours"
+                rows = (
+                    once.head(min(left, self.batch_size))
+                    if len(once)
+                    else self._polish_rows(optima, score, left)
+                )
             if len(rows) == 0:
                 break
             rows = rows[space.names].reset_index(drop=True)
