@@ -131,11 +131,13 @@ def validity_breaks(space: Space, axes: list[np.ndarray]) -> list[np.ndarray]:
             else np.zeros((0, 1))
         )
         flips = np.zeros(len(values), dtype=np.int64)  # most configurations flipped at a value
+        # every (value, configuration) pair once; each line sets only the other inputs
+        base: dict[str, object] = {
+            key: np.tile(column, len(values)) for key, column in columns.items()
+        }
+        base[name] = np.repeat(values.astype(np.float64), len(codes))
         for line in range(lines.shape[1]):
-            scope: dict[str, object] = {
-                key: np.tile(column, len(values)) for key, column in columns.items()
-            }
-            scope[name] = np.repeat(values.astype(np.float64), len(codes))
+            scope = dict(base)
             for j, other in enumerate(others):
                 value = lines[j, line]
                 categorical = space.parameters[other].kind == "categorical"
