@@ -5,7 +5,8 @@ sub-sampler.
    the first ``warm_start`` fraction of the budget measures the configurations that did best
    there (ranked by their mean log-ratio to each source input point's best; a configuration not
    measured at a source point counts as that sources' median) on the new machine.
-1. Bootstrap: the next ``bootstrap`` fraction of the budget comes from LHS.
+1. Bootstrap: the next ``bootstrap`` fraction of the budget comes from LHS (by default 0.2
+   where the inputs take a few values, 0.05 where they take many: decision 0030).
 2. Then, per batch, a share ``eps`` of the rows is exploitation and the rest comes from the
    sub-sampler; ``eps`` moves linearly from ``eps_initial`` to ``eps_final`` with the completed
    fraction of the budget. Exploitation (:class:`~mlkaps_gpu.sampling._exploit.Exploiter`)
@@ -53,8 +54,14 @@ from mlkaps_gpu.surrogate import (
 if TYPE_CHECKING:
     from mlkaps_gpu.sampling._settings import SamplingSettings
 
-#: Default share of the budget sampled by LHS before any exploitation.
+#: Default share of the budget sampled by LHS before any exploitation, where the inputs take a
+#: few values (every point is revisited batch after batch; the design is what to explore).
 DEFAULT_BOOTSTRAP = 0.2
+#: The same where the inputs take many values (a size range, a table of shapes): exploitation
+#: spreads its batches over random input points, two configurations compared at each
+#: (``ExploitSettings.contrast``), and explores the inputs itself; an LHS row is one
+#: configuration at one point, evidence about that configuration alone (decision 0030).
+MANY_INPUTS_BOOTSTRAP = 0.05
 #: Default exploitation shares right after the bootstrap and at the end of the budget (MLKAPS
 #: uses 0.3 / 0.8; here no row goes to the sub-sampler unless these are set lower).
 DEFAULT_EPS_INITIAL = 1.0
@@ -75,7 +82,9 @@ class GAAdaptiveSampler(Sampler):
         budget: total evaluations the campaign will spend (drives the bootstrap and ``eps``).
         objective: the objective column the surrogate learns (minimised unless ``maximize``).
         maximize: whether the objective is maximised.
-        bootstrap: fraction of the budget sampled by LHS before any exploitation.
+        bootstrap: fraction of the budget sampled by LHS before any exploitation (None:
+            :data:`DEFAULT_BOOTSTRAP` where the inputs take a few values,
+            :data:`MANY_INPUTS_BOOTSTRAP` where they take many).
         eps_initial: exploitation share right after the bootstrap.
         eps_final: exploitation share at the end of the budget.
         sub_sampler: ``"lhs"`` (the default: MLKAPS uses HVSr, which did no better in
@@ -138,7 +147,7 @@ class GAAdaptiveSampler(Sampler):
         budget: int = 1000,
         objective: str = "time",
         maximize: bool = False,
-        bootstrap: float = DEFAULT_BOOTSTRAP,
+        bootstrap: float | None = None,
         eps_initial: float = DEFAULT_EPS_INITIAL,
         eps_final: float = DEFAULT_EPS_FINAL,
         sub_sampler: str | Callable[[Space, int], Sampler] = "lhs",
@@ -156,6 +165,9 @@ class GAAdaptiveSampler(Sampler):
         has_extra = extra_training is not None and len(extra_training) > 0
         if warm_start is None:
             warm_start = 0.2 if has_extra else 0.0
+        finite = finite_input_points(space)
+        if bootstrap is None:
+            bootstrap = DEFAULT_BOOTSTRAP if finite is not None else MANY_INPUTS_BOOTSTRAP
         _check_shares(
             warm_start=warm_start, bootstrap=bootstrap, eps_initial=eps_initial, eps_final=eps_final
         )
@@ -182,7 +194,6 @@ class GAAdaptiveSampler(Sampler):
             maximize=maximize,
             settings=exploit,
         )
-        finite = finite_input_points(space)
         self.points = points if points is not None else finite
         self._finite_inputs = finite is not None
         self.n_told = 0

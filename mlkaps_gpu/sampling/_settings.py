@@ -52,12 +52,17 @@ class SamplingSettings(SettingsModel):
             "5 % of the budget (at least 1)."
         ),
     )
-    bootstrap: float = Field(
-        default=0.2,
+    bootstrap: float | None = Field(
+        default=None,
         ge=0,
         le=1,
         allow_inf_nan=False,
-        description="GA-Adaptive only: share of the budget spent on the initial exploration.",
+        description=(
+            "GA-Adaptive only: share of the budget spent on the initial exploration (LHS). "
+            "Default: 0.2 where the inputs take a few values (GPUs, a list of sizes), 0.05 "
+            "where they take many (a size range, a table of shapes), whose exploitation "
+            "already spreads its comparisons over random input points."
+        ),
     )
     eps_initial: float = Field(
         default=1.0,

@@ -61,7 +61,8 @@ def test_defaults_are_the_documented_ones() -> None:
     )
     sampling = config.sampling
     assert (sampling.method, sampling.budget, sampling.batch_size) == ("ga_adaptive", 500, 25)
-    assert (sampling.bootstrap, sampling.eps_initial, sampling.eps_final) == (0.2, 1.0, 1.0)
+    # the bootstrap share is resolved per campaign: 0.2 or 0.05 (decision 0030)
+    assert (sampling.bootstrap, sampling.eps_initial, sampling.eps_final) == (None, 1.0, 1.0)
     assert sampling.confirm == 0.1
     assert (sampling.sub_sampler, sampling.fixed) == ("lhs", {})
     surrogate = config.surrogate

@@ -84,3 +84,22 @@ def test_inputs_of_a_few_values_keep_one_row_per_point() -> None:
     time = 1.0 + 0.05 * np.abs(rows["tile"].to_numpy() - 8)
     sampler.tell(rows, pd.DataFrame({"time": time, "status": "ok"}))
     assert sampler.ask(2)["gpu"].nunique() == 2
+
+
+def test_the_bootstrap_is_shorter_where_inputs_take_many_values() -> None:
+    """LHS explores 5 % of the budget before exploitation where the inputs take many values
+    (exploitation's contrasts at random points explore them), 20 % where they take a few
+    (decision 0030); an explicit share is kept."""
+    design = [Parameter("tile", "int", values=(1, 2, 4, 8, 16, 32))]
+    sizes = Space([Parameter("n", "int", low=16, high=4096)], design)
+    gpus = Space([Parameter("gpu", "categorical", values=("a", "b", "c"))], design)
+    many = GAAdaptiveSampler(sizes, seed=0, budget=200)
+    few = GAAdaptiveSampler(gpus, seed=0, budget=200)
+    assert (many.bootstrap, few.bootstrap) == (0.05, 0.2)
+    assert GAAdaptiveSampler(sizes, seed=0, budget=200, bootstrap=0.3).bootstrap == 0.3
+    rows = many.ask(10)
+    many.tell(rows, measure(rows))
+    assert many.eps() == 1.0  # exploitation from the second batch on
+    rows = few.ask(10)
+    few.tell(rows, pd.DataFrame({"time": 1.0 + rows["tile"].to_numpy(), "status": "ok"}))
+    assert few.eps() == 0.0
