@@ -7,6 +7,8 @@ from __future__ import annotations
 import copy
 import json
 import math
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -115,3 +117,18 @@ def test_geometric_means_of_measured_sizes() -> None:
     means = geometric_means(rows)
     assert means["fraction_of_optimum"] == pytest.approx(math.sqrt(0.5))
     assert means["speedup"] == pytest.approx(math.sqrt(8.0))
+
+
+def test_the_demo_kernel_runs_on_one_blas_thread() -> None:
+    """Its tile products run on one BLAS thread in the process that times them (decision
+    0031): with the BLAS's threads, a 2-core machine timed the same product 8x apart."""
+    code = (
+        "from threadpoolctl import threadpool_info\n"
+        "from mlkaps_gpu.cli._demo import blocked_matmul\n"
+        "blocked_matmul(64, 32, 'ijk')\n"
+        "print(max(i['num_threads'] for i in threadpool_info() if i['user_api'] == 'blas'))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert result.stdout.split()[-1] == "1"
