@@ -20,7 +20,8 @@ sub-sampler.
    optimum lies elsewhere), one incumbent of another point, and the best
    ``mean - kappa * sd`` among the valid one-parameter neighbours of the point's incumbent,
    crossovers of good configurations and a random pool of valid configurations (``kappa``
-   shrinks over the last evaluations per point).
+   shrinks over the last evaluations per point; where inputs take many values it is held at
+   ``ExploitSettings.spread_kappa``, decision 0032).
 
 By default ``eps`` = 1 throughout: every row after the bootstrap is exploitation, and the
 ensemble's spread and the random candidate pool explore (why: ``docs/decisions/0008``).
@@ -371,6 +372,7 @@ class GAAdaptiveSampler(Sampler):
             self._seen,
             rng,
             left=left,
+            spread=not self._finite_inputs,
             failures=self._failure_model(),
             own=own,
             turn=self._n_asks,

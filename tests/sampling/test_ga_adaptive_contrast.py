@@ -103,3 +103,29 @@ def test_the_bootstrap_is_shorter_where_inputs_take_many_values() -> None:
     rows = few.ask(10)
     few.tell(rows, pd.DataFrame({"time": 1.0 + rows["tile"].to_numpy(), "status": "ok"}))
     assert few.eps() == 0.0
+
+
+def exploited_with(space: Space, spread_kappa: float, budget: int) -> pd.DataFrame:
+    sampler = GAAdaptiveSampler(
+        space, seed=0, budget=budget, exploit=ExploitSettings(spread_kappa=spread_kappa)
+    )
+    rows = sampler.ask(40)
+    sampler.tell(rows, measure(rows))
+    return sampler.ask(20)
+
+
+def test_the_exploration_weight_is_held_where_inputs_take_many_values() -> None:
+    """On inputs of many values the evaluations left per point are a fraction of one from the
+    start, which would shrink ``kappa`` to nothing: ``spread_kappa`` holds it there (decision
+    0032), and leaves inputs of a few values to the schedule."""
+    design = [Parameter("tile", "int", values=(1, 2, 4, 8, 16, 32, 64, 128))]
+    sizes = Space([Parameter("n", "int", low=16, high=4096)], design)
+    held = ExploitSettings(spread_kappa=0.5)
+    assert held.kappa_at(0.01, spread=True) == 0.5 and held.kappa_at(0.01) < 0.001
+    # the same seed, the same measurements: only the held weight differs
+    exploit, explore = exploited_with(sizes, 0.0, 200), exploited_with(sizes, 50.0, 200)
+    assert not exploit.reset_index(drop=True).equals(explore.reset_index(drop=True))
+    sizes_few = Space([Parameter("n", "int", values=(64, 256, 1024))], design)
+    assert exploited_with(sizes_few, 0.0, 400).equals(exploited_with(sizes_few, 50.0, 400))
+    with pytest.raises(ValueError, match="spread_kappa"):
+        ExploitSettings(spread_kappa=-1.0)
