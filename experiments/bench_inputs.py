@@ -41,7 +41,10 @@ Tools, same budget B in one run (demo / lu: the campaign's budget; replay: share
 * ``best single configuration``: from B random cells, and with full knowledge.
 * ``autotune k inputs + nearest neighbour``, ``Helion-style portfolio + tree``, ``random cells +
   LightGBM argmin``: see ``benchkit/inputs_peers.py``. For demo / lu they draw their
-  measurements from the truth table (a replay of it), while the project tunes live.
+  measurements from the truth table (a replay of it: the values they are scored on), while the
+  project tunes live; their ``(measured live)`` rows (``--live-peers``, the default) draw the
+  same cells from one pass over every cell measured in the run with the campaign's own kernel
+  settings, as the campaign measures them.
 
 PyTorch's shipped AutoHeuristic trees need torch, which is not a dependency: not run.
 
@@ -93,6 +96,10 @@ MODEL_SEEDS = 5
 HEADER = "project header"
 CAMPAIGN_LGBM = "LightGBM argmin on the campaign's samples"
 TRUTH_REPLAY = f"{HEADER} (replay of the truth table)"
+#: Suffix of the budgeted peers drawing from cells measured live like the campaign's.
+LIVE = " (measured live)"
+#: Shuffle seeds of the live passes (``LIVE_SEED + seed``), apart from the truth's passes.
+LIVE_SEED = 1000
 FIXED = "fixed default"
 SINGLE_FULL = "best single configuration (full knowledge)"
 NOT_LANDED = "project header: not available yet (table replay not landed)"
@@ -357,8 +364,12 @@ def bench_measured(
     seeds: Sequence[int],
     samplers: Sequence[str | None],
     workdir: Path,
+    live_peers: bool = False,
 ) -> tuple[list[dict], dict[str, np.ndarray], Truth, list[str]]:
-    """Rows of every tool at the campaign's budget; per-point fractions (mean over seeds)."""
+    """Rows of every tool at the campaign's budget; per-point fractions (mean over seeds).
+    ``live_peers``: the budgeted peers also draw their cells from one pass over every cell
+    measured live (per seed) with the campaign's own kernel settings, as the campaign
+    measures."""
     from benchkit import inputs_project as project
 
     truth = project.truth_of(problem, cells)
@@ -444,6 +455,17 @@ def bench_measured(
         answers = peers.peer_answers(truth, budget, np.random.default_rng([seed, budget]))
         for tool, chosen in answers.items():
             add(tool, seed, point_fractions(truth, chosen))
+        if live_peers:
+            for tool, chosen in live_peer_answers(problem, truth, seed).items():
+                add(tool + LIVE, seed, point_fractions(truth, chosen))
+    if live_peers:
+        notes.append(
+            f"`... {LIVE.strip()}` rows: the same budgeted peers (same B, same random draws), "
+            "drawing their cells from one pass over every valid cell measured live in this "
+            f"run (per seed, shuffled order) with the campaign's own kernel settings "
+            f"(repeats = {repeats}), as the campaign measures; scored on the truth like "
+            "every row."
+        )
     if samplers:
         notes.append(
             f"{TRUTH_REPLAY}: the same problem and method settings (the project's defaults), "
@@ -453,6 +475,24 @@ def bench_measured(
         )
     notes += header_against_campaign_model(rows)
     return rows, {k: np.mean(v, axis=0) for k, v in curves.items()}, truth, notes
+
+
+def live_peer_answers(problem: Any, truth: Truth, seed: int) -> dict[str, np.ndarray]:
+    """The budgeted peers' answers (as the truth indexes configurations) when the cells they
+    draw are measured live like the campaign's: one pass over every valid cell with the
+    campaign's kernel settings, the peers' draws as on the truth table."""
+    from benchkit import inputs_project as project
+
+    cells = project.measure_truth(problem, 1, seed=LIVE_SEED + seed, log=log, for_truth=False)
+    live = project.truth_of(problem, cells, "time_pass0")
+    if not live.inputs.equals(truth.inputs) or not live.configs.equals(truth.configs):
+        raise RuntimeError(
+            f"{problem.name}: the live pass's cells are not the truth's (points "
+            f"{live.n_points} / {truth.n_points}, configurations {len(live.configs)} / "
+            f"{len(truth.configs)}): measure the truth again (--remeasure-truth)"
+        )
+    budget = problem.budget
+    return peers.peer_answers(live, budget, np.random.default_rng([seed, budget]))
 
 
 def header_against_campaign_model(rows: Sequence[dict]) -> list[str]:
@@ -553,6 +593,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--skip-project", action="store_true", help="peers only (no campaign of the project)"
     )
     parser.add_argument(
+        "--live-peers",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="demo / lu: also the budgeted peers on cells measured live like the campaign's "
+        "(one pass per seed; not with --quick)",
+    )
+    parser.add_argument(
         "--max-configs",
         type=int,
         default=None,
@@ -646,7 +693,9 @@ def measured_job(
     ]
     if args.skip_project:
         samplers = []
-    return bench_measured(problem, cells, seeds, samplers, workdir)
+    return bench_measured(
+        problem, cells, seeds, samplers, workdir, live_peers=args.live_peers and not args.quick
+    )
 
 
 if __name__ == "__main__":

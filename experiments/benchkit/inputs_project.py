@@ -162,10 +162,13 @@ def measure_truth(
     *,
     seed: int = 0,
     log: Callable[[str], None] = print,
+    for_truth: bool = True,
 ) -> pd.DataFrame:
     """Time every valid cell ``passes`` times (each pass over all cells, in a shuffled order):
-    columns ``time_pass<i>`` and ``time`` (their minimum; ``inf`` where a pass failed)."""
-    setup = _prepared(problem, for_truth=True)
+    columns ``time_pass<i>`` and ``time`` (their minimum; ``inf`` where a pass failed).
+    ``for_truth``: with the truth's timed runs (7); else with the campaign's own kernel
+    settings, as a campaign measures a cell."""
+    setup = _prepared(problem, for_truth=for_truth)
     cells = valid_cells(problem, setup.space)
     names = list(setup.space.names)
     rng = np.random.default_rng(seed)
@@ -183,7 +186,8 @@ def measure_truth(
                 times[rows] = np.where(ok & np.isfinite(values), values, np.inf)
             cells[f"time_pass{index}"] = times
             log(
-                f"  {problem.name} truth pass {index + 1}/{passes}: {len(cells)} cells in "
+                f"  {problem.name} {'truth' if for_truth else 'live'} pass {index + 1}/{passes}: "
+                f"{len(cells)} cells in "
                 f"{time.perf_counter() - started:.0f} s"
             )
     finally:

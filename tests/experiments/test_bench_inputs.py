@@ -137,6 +137,28 @@ def test_truth_replay_tunes_the_problem_on_its_truth_table(tmp_path):
     assert len(result.samples) <= 60
 
 
+def test_live_peers_draw_from_a_pass_measured_like_the_campaign():
+    """The budgeted peers on cells the demo kernel measures live (the campaign's settings):
+    one answer per point of the truth, each a configuration listed there; a truth of other
+    points is refused."""
+    problem = project.demo_problem(3)
+    problem.points = pd.DataFrame({"n": [32, 40, 48]})
+    problem.config["sampling"]["budget"] = 12
+    setup = project._prepared(problem, for_truth=False)
+    cells = project.valid_cells(problem, setup.space)
+    setup.executor.close()
+    cells["time"] = 1.0 + cells["block"] / cells["n"]
+    truth = project.truth_of(problem, cells)
+    answers = bench.live_peer_answers(problem, truth, seed=0)
+    assert set(answers) == set(peers.peer_answers(truth, 12, np.random.default_rng(0)))
+    for chosen in answers.values():
+        assert len(chosen) == truth.n_points
+        assert np.isfinite(truth.times[np.arange(truth.n_points), chosen]).all()
+    other = project.truth_of(problem, cells[cells["n"] != 48])
+    with pytest.raises(RuntimeError, match="not the truth's"):
+        bench.live_peer_answers(problem, other, seed=0)
+
+
 # ------------------------------------------------------------------------------ AutoHeuristic
 def write_ah_file(path, *, extern: bool = True):
     """A small AutoHeuristic file: 24 shapes (m, k, dtype), 3 Triton choices (+ extern),
