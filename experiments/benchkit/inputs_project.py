@@ -185,9 +185,9 @@ def measure_truth(
                 values = pd.to_numeric(result["time"], errors="coerce").to_numpy(dtype=float)
                 times[rows] = np.where(ok & np.isfinite(values), values, np.inf)
             cells[f"time_pass{index}"] = times
+            kind = "truth" if for_truth else "live"
             log(
-                f"  {problem.name} {'truth' if for_truth else 'live'} pass {index + 1}/{passes}: "
-                f"{len(cells)} cells in "
+                f"  {problem.name} {kind} pass {index + 1}/{passes}: {len(cells)} cells in "
                 f"{time.perf_counter() - started:.0f} s"
             )
     finally:
