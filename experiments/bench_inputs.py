@@ -13,34 +13,40 @@ Cases:
 * ``lu``: the shipped LU through cffi over (m, n), 10 x 10 geometric points in [64, 512], the
   design reduced to nb x panel (tiles at the expert's, one thread) so that the exhaustive truth
   stays within minutes;
+* ``gemm``: the shipped tiled GEMM through cffi over (m, n, k), 5 x 5 x 4 geometric points in
+  [32, 256], 36 configurations (tile_m x tile_n x unroll x loop order; tile_k at the expert's,
+  one thread), budget 300: three inputs and no constraint, a kernel none of the method settings
+  were chosen on;
 * ``mixedmm_a100``, ``flexattention_a100`` (``$MLKAPS_GPU_DATA/autoheuristic/``) and
   ``--data FILE`` (any file in PyTorch AutoHeuristic's format): pure replay, at 1, 2, 5 and 10 %
   of the measured (shape, choice) cells.
 
-Truth of ``demo`` / ``lu``: every valid cell timed with the project's own executor (the one a
-campaign of the same configuration times with; the demo's with ``repeats = 7``, LU's cffi
-executor with 7 timed runs after one warm-up), in ``--passes`` passes over all cells in shuffled
-order; a cell's time is the minimum over the passes of the median of the runs (interference
-only adds time). It is cached in ``results/bench_inputs_truth_<case>.csv`` with its provenance
-(``--remeasure-truth`` redoes it); the optimum of each pass scored on the other is printed as the
-noise floor.
+Truth of the measured cases (``demo``, ``lu``, ``gemm``): every valid cell timed with the
+project's own executor (the one a campaign of the same configuration times with; the demo's with
+``repeats = 7``, the cffi executor with 7 timed runs after one warm-up), in ``--passes`` passes
+over all cells in shuffled order; a cell's time is the minimum over the passes of the median of
+the runs (interference only adds time). It is cached in ``results/bench_inputs_truth_<case>.csv``
+with its provenance (``--remeasure-truth`` redoes it); the optimum of each pass scored on the
+other is printed as the noise floor.
 
-Tools, same budget B in one run (demo / lu: the campaign's budget; replay: share x cells):
+Tools, same budget B in one run (measured cases: the campaign's budget; replay: share x
+cells):
 
 * ``project header``: a campaign through ``mlkaps_gpu.tune`` with the project's default method
   settings (measuring the real kernel live), its compiled header's answer at every point; with
   ``[sampling] method`` = lhs, random, hvs as extra rows. Replay cases: a campaign on
   ``configs/<case>_replay.toml`` once the project can replay AutoHeuristic tables, else the row
   says it is not available.
-* ``project header (replay of the truth table)`` (demo / lu): the same problem and defaults tuned
-  on a table replay of the truth: the budgeted peers' data, noise and input points.
+* ``project header (replay of the truth table)`` (measured cases): the same problem and
+  defaults tuned on a table replay of the truth: the budgeted peers' data, noise and input points.
 * ``LightGBM argmin on the campaign's samples``: LightGBM on the same campaign's stored samples
   (``Campaign.store.load()``), argmin over the listed configurations per point, 5 model seeds
   averaged.
-* ``fixed default``: the demo's block 32 / ijk, LU's expert, Inductor's default where known.
+* ``fixed default``: the demo's block 32 / ijk, LU's and GEMM's experts, Inductor's default
+  where known.
 * ``best single configuration``: from B random cells, and with full knowledge.
 * ``autotune k inputs + nearest neighbour``, ``Helion-style portfolio + tree``, ``random cells +
-  LightGBM argmin``: see ``benchkit/inputs_peers.py``. For demo / lu they draw their
+  LightGBM argmin``: see ``benchkit/inputs_peers.py``. For the measured cases they draw their
   measurements from the truth table (a replay of it: the values they are scored on), while the
   project tunes live; their ``(measured live)`` rows (``--live-peers``, the default) draw the
   same cells from one pass over every cell measured in the run with the campaign's own kernel
@@ -90,7 +96,7 @@ AH_FILES = {
     "mixedmm_a100": "mixedmm_a100.txt.gz",
     "flexattention_a100": "flexattention_a100.txt.gz",
 }
-MEASURED_CASES = ("demo", "lu")
+MEASURED_CASES = ("demo", "lu", "gemm")
 EXTRA_SAMPLERS = ("lhs", "random", "hvs")
 MODEL_SEEDS = 5
 HEADER = "project header"
@@ -578,7 +584,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seeds", default="0-4")
     parser.add_argument("--shares", default="1,2,5,10", help="percent of the cells (replay cases)")
     parser.add_argument("--passes", type=int, default=2, help="truth passes (measured cases)")
-    parser.add_argument("--budget", type=int, default=None, help="the lu campaign's budget")
+    parser.add_argument("--budget", type=int, default=None, help="the lu / gemm campaign's budget")
     parser.add_argument("--quick", action="store_true", help="tiny settings for a smoke run")
     parser.add_argument("--remeasure-truth", action="store_true")
     parser.add_argument("--out", type=Path, default=RESULTS, help="results folder")
@@ -596,7 +602,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--live-peers",
         action=argparse.BooleanOptionalAction,
         default=True,
-        help="demo / lu: also the budgeted peers on cells measured live like the campaign's "
+        help="measured cases: also the budgeted peers on cells measured live like the campaign's "
         "(one pass per seed; not with --quick)",
     )
     parser.add_argument(
@@ -680,8 +686,10 @@ def measured_job(
 
     if case == "demo":
         problem = project.demo_problem(8 if args.quick else 64)
-    else:
+    elif case == "lu":
         problem = project.lu_problem(3 if args.quick else 10, args.budget)
+    else:
+        problem = project.gemm_problem(2 if args.quick else 5, args.budget)
     if args.quick:  # a smoke run: small campaigns, the default sampler only
         problem.config["sampling"]["budget"] = min(problem.budget, 60)
     cells = load_or_measure_truth(

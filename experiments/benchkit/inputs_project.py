@@ -1,4 +1,4 @@
-"""The measured cases of ``bench_inputs.py``: the demo kernel and the shipped LU through cffi.
+"""The measured cases of ``bench_inputs.py``: the demo kernel, the shipped LU and GEMM (cffi).
 
 A :class:`Problem` is a campaign configuration (the *problem* only: kernel, inputs, design,
 constraints, objective, budget, header prefix; every method setting is the project's default)
@@ -62,6 +62,51 @@ prefix = "lu"
 #: LU's expert (LAPACK: nb 64, recursive panel) at the reduced design's tiles and threads
 LU_DEFAULT = {"nb": 64, "panel": "recursive", "tile_m": 32, "tile_n": 64, "threads": 1}
 
+#: GEMM: the shipped tiled matrix product (cffi) over (m, n, k), three inputs and a design of
+#: 36 configurations (tile_k at the expert's, one thread) with no constraint: a kernel none of
+#: the project's method settings were chosen on, to check that what holds on the demo and LU
+#: holds elsewhere.
+GEMM_CONFIG = """\
+[campaign]
+name = "bench_inputs_gemm"
+seed = 0
+
+[kernel]
+executor = "cffi"
+builtin = "gemm"
+
+[inputs]
+m = { type = "int", range = [32, 256], log = true }
+n = { type = "int", range = [32, 256], log = true }
+k = { type = "int", range = [32, 256], log = true }
+
+[design]
+tile_m = { type = "int", values = [16, 32, 64] }
+tile_n = { type = "int", values = [32, 64, 128] }
+tile_k = { type = "int", values = [64] }
+unroll = { type = "int", values = [1, 4] }
+loop_order = { type = "categorical", values = ["ikj", "ijk"] }
+threads = { type = "int", values = [1] }
+
+[objectives]
+time = "minimize"
+
+[sampling]
+budget = 300
+
+[trees]
+prefix = "gemm"
+"""
+#: GEMM's expert (the builtin's) on one thread
+GEMM_DEFAULT = {
+    "tile_m": 32,
+    "tile_n": 64,
+    "tile_k": 64,
+    "unroll": 4,
+    "loop_order": "ikj",
+    "threads": 1,
+}
+
 
 @dataclass
 class Problem:
@@ -122,6 +167,19 @@ def lu_problem(per_axis: int, budget: int | None = None) -> Problem:
     m, n = np.meshgrid(axis, axis, indexing="ij")
     points = pd.DataFrame({"m": m.ravel(), "n": n.ravel()})
     return Problem("lu", config, points, dict(LU_DEFAULT), numeric_inputs=["m", "n"])
+
+
+def gemm_problem(per_axis: int, budget: int | None = None) -> Problem:
+    """The shipped GEMM (cffi) over (m, n, k): ``per_axis`` geometric values of m and n,
+    one fewer of k (5 x 5 x 4 = 100 points by default)."""
+    config = tomllib.loads(GEMM_CONFIG)
+    if budget is not None:
+        config["sampling"]["budget"] = int(budget)
+    axis = geometric_ints(32, 256, per_axis)
+    depth = geometric_ints(32, 256, max(2, per_axis - 1))
+    m, n, k = np.meshgrid(axis, axis, depth, indexing="ij")
+    points = pd.DataFrame({"m": m.ravel(), "n": n.ravel(), "k": k.ravel()})
+    return Problem("gemm", config, points, dict(GEMM_DEFAULT), numeric_inputs=["m", "n", "k"])
 
 
 def config_text(config: dict[str, Any]) -> str:

@@ -113,6 +113,27 @@ def test_geometric_ints_are_distinct_and_span_the_range():
     assert np.all(np.diff(np.log(values)) > 0)
 
 
+def test_gemm_problem_three_inputs_and_every_design_valid_at_every_point():
+    """The GEMM case: 5 x 5 x 4 points over (m, n, k), the 36 configurations of its reduced
+    design valid at each (no constraint), its fixed default one of them."""
+    problem = project.gemm_problem(5)
+    assert problem.points.shape == (100, 3)
+    assert not problem.points.duplicated().any()
+    assert problem.points.min().tolist() == [32, 32, 32]
+    assert problem.points.max().tolist() == [256, 256, 256]
+    setup = project._prepared(problem, for_truth=False)
+    try:
+        cells = project.valid_cells(problem, setup.space)
+    finally:
+        setup.executor.close()
+    assert len(cells) == 100 * 36
+    design = [p.name for p in setup.space.design]
+    default = pd.DataFrame([problem.default])[design]
+    assert len(cells[design].drop_duplicates().merge(default)) == 1
+    assert problem.budget == 300
+    assert len(project.gemm_problem(2).points) == 8
+
+
 def test_truth_replay_tunes_the_problem_on_its_truth_table(tmp_path):
     """The project header on the peers' data: the demo's problem (its constraints, budget 60)
     replayed from a synthetic truth whose best block is the one nearest n / 4."""
