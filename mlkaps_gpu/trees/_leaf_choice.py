@@ -249,7 +249,20 @@ class LeafChoice:
         self, best: np.ndarray, lower: np.ndarray, upper: np.ndarray
     ) -> tuple[int, float, bool] | None:
         """``(feature, threshold, points go left)`` of the cut that keeps the largest share of
-        the feature's range valid for ``best`` while keeping every point on the valid side."""
+        the feature's range valid for ``best`` while keeping every point on the valid side
+        (where no single cut makes ``best`` valid: :meth:`_shrink_cut`)."""
+        options = self._single_cuts(best, lower, upper)
+        if not options:
+            return self._shrink_cut(best, lower, upper)
+        _, feature, threshold, points_left = min(options, key=lambda o: (o[0], o[1], o[3]))
+        return feature, threshold, points_left
+
+    def _single_cuts(
+        self, best: np.ndarray, lower: np.ndarray, upper: np.ndarray
+    ) -> list[tuple[float, int, float, bool]]:
+        """Every cut on one constrained input after which ``best`` is valid on the box, every
+        point kept on the valid side: ``(share of the range cut off, feature, threshold,
+        points go left)``."""
         features = self.features32[self.points]
         options = []
         for feature in self.validity.constrained_inputs:
@@ -267,10 +280,39 @@ class LeafChoice:
             cut = self._bisect(best, lower, upper, feature, last, high, False)
             if cut is not None:
                 options.append(((high - cut) / span, feature, cut, True))
-        if not options:
-            return None
-        _, feature, threshold, points_left = min(options, key=lambda o: (o[0], o[1], o[3]))
-        return feature, threshold, points_left
+        return options
+
+    def _shrink_cut(
+        self, best: np.ndarray, lower: np.ndarray, upper: np.ndarray
+    ) -> tuple[int, float, bool] | None:
+        """Where no single cut makes ``best`` valid (a constraint over several inputs, as
+        ``nb <= min(m, n)``: the box must lose its small m *and* its small n), the cut that
+        shrinks the box to its points' range on one constrained input after which one cut
+        (or none) makes ``best`` valid, the largest such shrink first; None where none does."""
+        features = self.features32[self.points]
+        options = []
+        for feature in self.validity.constrained_inputs:
+            below, top = _feature_range(self.inputs[feature])
+            low, high = max(lower[feature], below), min(upper[feature], top)
+            if not high > low:
+                continue
+            bound = _next32(float(features[:, feature].min()), -np.inf)
+            if bound > low:
+                options.append(((bound - low) / (high - low), feature, bound, False))
+            last = float(features[:, feature].max())
+            if last < high:
+                options.append(((high - last) / (high - low), feature, last, True))
+        for _, feature, threshold, points_left in sorted(options, key=lambda o: (-o[0], o[1])):
+            shrunk_lower, shrunk_upper = lower.copy(), upper.copy()
+            if points_left:
+                shrunk_upper[feature] = threshold
+            else:
+                shrunk_lower[feature] = threshold
+            if self.valid_on(best[None, :], shrunk_lower, shrunk_upper)[0] or (
+                self._single_cuts(best, shrunk_lower, shrunk_upper)
+            ):
+                return feature, threshold, points_left
+        return None
 
     def _bisect(
         self,

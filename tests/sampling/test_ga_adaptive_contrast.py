@@ -129,3 +129,47 @@ def test_the_exploration_weight_is_held_where_inputs_take_many_values() -> None:
     assert exploited_with(sizes_few, 0.0, 400).equals(exploited_with(sizes_few, 50.0, 400))
     with pytest.raises(ValueError, match="spread_kappa"):
         ExploitSettings(spread_kappa=-1.0)
+
+
+def proposals_with_coverage(coverage: int, tried_large: int) -> pd.DataFrame:
+    """Exploitation on inputs of many values where tile 1024 is valid only for n >= 1024 and
+    the measurements hold it ``tried_large`` times (the rest never tried it)."""
+    from mlkaps_gpu.sampling import Exploiter
+    from mlkaps_gpu.surrogate import BootstrapEnsemble
+
+    space = Space(
+        [Parameter("n", "int", low=16, high=4096, log=True)],
+        [Parameter("tile", "int", values=(1, 2, 4, 8, 16, 32, 1024))],
+        ["tile <= n"],
+    )
+    rng = np.random.default_rng(0)
+    n = np.round(np.geomspace(16, 4096, 30)).astype(int)
+    rows = pd.DataFrame({"n": np.repeat(n, 2), "tile": rng.choice([1, 2, 4, 8, 16, 32], 60)})
+    large = pd.DataFrame({"n": [2048, 4096, 1024][:tried_large], "tile": 1024})
+    rows = pd.concat([rows, large], ignore_index=True).drop_duplicates(ignore_index=True)
+    measured = rows.assign(time=measure(rows)["time"].to_numpy())
+    model = BootstrapEnsemble(seed=0).fit(space.features(measured), measured["time"].to_numpy())
+    exploiter = Exploiter(space, settings=ExploitSettings(coverage=coverage))
+    points = pd.DataFrame({"n": np.round(np.geomspace(20, 4000, 12)).astype(int)})
+    return exploiter.propose(
+        model,
+        measured,
+        points,
+        np.full(len(points), 2),
+        space.key(rows),
+        np.random.default_rng(1),
+        spread=True,
+    )
+
+
+def test_a_design_value_hardly_tried_is_tried_where_it_is_valid() -> None:
+    """Where inputs take many values, a design value that fewer than ``coverage`` rows hold
+    (a tile valid only at large sizes, which the model sees nowhere and extrapolates from the
+    others) is a point's second pick where it is valid, until ``coverage`` rows hold it."""
+    covered = proposals_with_coverage(2, 0)
+    assert (covered["tile"] == 1024).any()
+    assert (covered.loc[covered["tile"] == 1024, "n"] >= 1024).all()
+    assert not (proposals_with_coverage(0, 0)["tile"] == 1024).any()
+    assert not (proposals_with_coverage(2, 2)["tile"] == 1024).any()
+    with pytest.raises(ValueError, match="coverage"):
+        ExploitSettings(coverage=-1)
