@@ -131,25 +131,33 @@ def test_the_exploration_weight_is_held_where_inputs_take_many_values() -> None:
         ExploitSettings(spread_kappa=-1.0)
 
 
-def proposals_with_coverage(coverage: int, tried_large: int) -> pd.DataFrame:
+def proposals_with_coverage(
+    coverage: int, tried_large: int, pair_coverage: int = 0, orders: tuple[str, ...] = ("a",)
+) -> pd.DataFrame:
     """Exploitation on inputs of many values where tile 1024 is valid only for n >= 1024 and
-    the measurements hold it ``tried_large`` times (the rest never tried it)."""
+    the measurements hold it ``tried_large`` times, with order "a" (the rest never tried it;
+    every other tile is measured with each of ``orders``)."""
     from mlkaps_gpu.sampling import Exploiter
     from mlkaps_gpu.surrogate import BootstrapEnsemble
 
     space = Space(
         [Parameter("n", "int", low=16, high=4096, log=True)],
-        [Parameter("tile", "int", values=(1, 2, 4, 8, 16, 32, 1024))],
+        [
+            Parameter("tile", "int", values=(1, 2, 4, 8, 16, 32, 1024)),
+            Parameter("order", "categorical", values=orders),
+        ],
         ["tile <= n"],
     )
     rng = np.random.default_rng(0)
     n = np.round(np.geomspace(16, 4096, 30)).astype(int)
     rows = pd.DataFrame({"n": np.repeat(n, 2), "tile": rng.choice([1, 2, 4, 8, 16, 32], 60)})
-    large = pd.DataFrame({"n": [2048, 4096, 1024][:tried_large], "tile": 1024})
+    rows = pd.concat([rows.assign(order=order) for order in orders], ignore_index=True)
+    large = pd.DataFrame({"n": [2048, 4096, 1024, 3000][:tried_large], "tile": 1024, "order": "a"})
     rows = pd.concat([rows, large], ignore_index=True).drop_duplicates(ignore_index=True)
     measured = rows.assign(time=measure(rows)["time"].to_numpy())
     model = BootstrapEnsemble(seed=0).fit(space.features(measured), measured["time"].to_numpy())
-    exploiter = Exploiter(space, settings=ExploitSettings(coverage=coverage))
+    settings = ExploitSettings(coverage=coverage, pair_coverage=pair_coverage)
+    exploiter = Exploiter(space, settings=settings)
     points = pd.DataFrame({"n": np.round(np.geomspace(20, 4000, 12)).astype(int)})
     return exploiter.propose(
         model,
@@ -173,3 +181,15 @@ def test_a_design_value_hardly_tried_is_tried_where_it_is_valid() -> None:
     assert not (proposals_with_coverage(2, 2)["tile"] == 1024).any()
     with pytest.raises(ValueError, match="coverage"):
         ExploitSettings(coverage=-1)
+
+
+def test_a_pair_of_values_hardly_tried_is_tried_where_it_is_valid() -> None:
+    """Tile 1024 measured four times, always with order "a": with ``pair_coverage`` 2 a point
+    where it is valid gets (1024, "b") as its second pick; without, it never comes."""
+    paired = proposals_with_coverage(4, 4, pair_coverage=2, orders=("a", "b"))
+    large_b = (paired["tile"] == 1024) & (paired["order"] == "b")
+    assert large_b.any() and (paired.loc[large_b, "n"] >= 1024).all()
+    alone = proposals_with_coverage(4, 4, pair_coverage=0, orders=("a", "b"))
+    assert not ((alone["tile"] == 1024) & (alone["order"] == "b")).any()
+    with pytest.raises(ValueError, match="pair_coverage"):
+        ExploitSettings(pair_coverage=-1)
