@@ -10,7 +10,9 @@ a configuration is *valid on a box* when it satisfies every constraint at the bo
    points among those valid on the region;
 2. ``split``: the leaf's best candidate valid at its points is kept where it is valid, and the
    region is cut at the exact float32 boundary where it stops being valid (found by bisection on
-   float32 values, one constrained input at a time, at most ``max_splits`` cuts on a path). The
+   float32 values, one constrained input at a time, at most ``max_splits`` cuts on a path; where
+   a constraint ties two inputs, ``nb <= min(m, n)``, and no single cut is enough, the region is
+   first shrunk to its points' range on one of them, decision 0033). The
    part without points gets the configuration of least total regret over the leaf's points
    among those valid on that part (the leaf's candidates, the most frequent optima and the best
    candidate with its constrained parameters changed). Such validity splits may add levels
@@ -263,24 +265,33 @@ class LeafChoice:
         """Every cut on one constrained input after which ``best`` is valid on the box, every
         point kept on the valid side: ``(share of the range cut off, feature, threshold,
         points go left)``."""
-        features = self.features32[self.points]
         options = []
-        for feature in self.validity.constrained_inputs:
-            below, top = _feature_range(self.inputs[feature])
-            low, high = max(lower[feature], below), min(upper[feature], top)
-            if not high > low:
-                continue
+        for feature, low, high, first, last in self._constrained_ranges(lower, upper):
             span = high - low
             # points above the invalid part: the smallest valid lower bound
-            first = float(features[:, feature].min())
-            cut = self._bisect(best, lower, upper, feature, low, _next32(first, -np.inf), True)
+            cut = self._bisect(best, lower, upper, feature, low, first, True)
             if cut is not None:
                 options.append(((cut - low) / span, feature, cut, False))
-            last = float(features[:, feature].max())
             cut = self._bisect(best, lower, upper, feature, last, high, False)
             if cut is not None:
                 options.append(((high - cut) / span, feature, cut, True))
         return options
+
+    def _constrained_ranges(
+        self, lower: np.ndarray, upper: np.ndarray
+    ) -> list[tuple[int, float, float, float, float]]:
+        """Per constrained input whose range in the box is not empty: ``(feature, low, high,
+        first, last)``, the box's range ``low < x <= high`` and the largest lower bound and
+        smallest upper bound that keep every point of the leaf inside."""
+        features = self.features32[self.points]
+        ranges = []
+        for feature in self.validity.constrained_inputs:
+            below, top = _feature_range(self.inputs[feature])
+            low, high = max(lower[feature], below), min(upper[feature], top)
+            if high > low:
+                first = _next32(float(features[:, feature].min()), -np.inf)
+                ranges.append((feature, low, high, first, float(features[:, feature].max())))
+        return ranges
 
     def _shrink_cut(
         self, best: np.ndarray, lower: np.ndarray, upper: np.ndarray
@@ -289,17 +300,10 @@ class LeafChoice:
         ``nb <= min(m, n)``: the box must lose its small m *and* its small n), the cut that
         shrinks the box to its points' range on one constrained input after which one cut
         (or none) makes ``best`` valid, the largest such shrink first; None where none does."""
-        features = self.features32[self.points]
         options = []
-        for feature in self.validity.constrained_inputs:
-            below, top = _feature_range(self.inputs[feature])
-            low, high = max(lower[feature], below), min(upper[feature], top)
-            if not high > low:
-                continue
-            bound = _next32(float(features[:, feature].min()), -np.inf)
-            if bound > low:
-                options.append(((bound - low) / (high - low), feature, bound, False))
-            last = float(features[:, feature].max())
+        for feature, low, high, first, last in self._constrained_ranges(lower, upper):
+            if first > low:
+                options.append(((first - low) / (high - low), feature, first, False))
             if last < high:
                 options.append(((high - last) / (high - low), feature, last, True))
         for _, feature, threshold, points_left in sorted(options, key=lambda o: (-o[0], o[1])):
