@@ -97,15 +97,6 @@ budget = 300
 [trees]
 prefix = "gemm"
 """
-#: GEMM's expert (the builtin's) on one thread
-GEMM_DEFAULT = {
-    "tile_m": 32,
-    "tile_n": 64,
-    "tile_k": 64,
-    "unroll": 4,
-    "loop_order": "ikj",
-    "threads": 1,
-}
 
 
 @dataclass
@@ -160,9 +151,7 @@ def demo_problem(sizes: int) -> Problem:
 
 def lu_problem(per_axis: int, budget: int | None = None) -> Problem:
     """The shipped LU (cffi) over (m, n), ``per_axis`` x ``per_axis`` geometric points."""
-    config = tomllib.loads(LU_CONFIG)
-    if budget is not None:
-        config["sampling"]["budget"] = int(budget)
+    config = _config(LU_CONFIG, budget)
     axis = geometric_ints(64, 512, per_axis)
     m, n = np.meshgrid(axis, axis, indexing="ij")
     points = pd.DataFrame({"m": m.ravel(), "n": n.ravel()})
@@ -171,15 +160,25 @@ def lu_problem(per_axis: int, budget: int | None = None) -> Problem:
 
 def gemm_problem(per_axis: int, budget: int | None = None) -> Problem:
     """The shipped GEMM (cffi) over (m, n, k): ``per_axis`` geometric values of m and n,
-    one fewer of k (5 x 5 x 4 = 100 points by default)."""
-    config = tomllib.loads(GEMM_CONFIG)
-    if budget is not None:
-        config["sampling"]["budget"] = int(budget)
+    one fewer of k (5 x 5 x 4 = 100 points by default); the fixed default is the builtin's
+    expert on the reduced design's one thread."""
+    from mlkaps_gpu.kernels import load_builtin
+
+    config = _config(GEMM_CONFIG, budget)
+    default = {**load_builtin("gemm").expert_for({}), "threads": 1}
     axis = geometric_ints(32, 256, per_axis)
     depth = geometric_ints(32, 256, max(2, per_axis - 1))
     m, n, k = np.meshgrid(axis, axis, depth, indexing="ij")
     points = pd.DataFrame({"m": m.ravel(), "n": n.ravel(), "k": k.ravel()})
-    return Problem("gemm", config, points, dict(GEMM_DEFAULT), numeric_inputs=["m", "n", "k"])
+    return Problem("gemm", config, points, default, numeric_inputs=["m", "n", "k"])
+
+
+def _config(text: str, budget: int | None) -> dict[str, Any]:
+    """A measured case's configuration tables, with ``budget`` where one is given."""
+    config = tomllib.loads(text)
+    if budget is not None:
+        config["sampling"]["budget"] = int(budget)
+    return config
 
 
 def config_text(config: dict[str, Any]) -> str:
