@@ -378,18 +378,31 @@ def bench_measured(
     measures."""
     from benchkit import inputs_project as project
 
-    truth = project.truth_of(problem, cells)
+    table, truth, independent = project.table_and_scoring(problem, cells)
     budget = problem.budget
     label = f"B = {budget}"
     case = problem.name
     repeats = problem.config["kernel"].get("repeats", "the executor's default")
+    if independent:
+        drawn = (
+            f"Scored on: the minimum over the passes other than `{project.TABLE_PASS}`; the "
+            f"budgeted peers (and the truth replay) draw their cells from `{project.TABLE_PASS}`"
+            ", one pass as the campaign measures, so that no row is scored on the values it "
+            "chose by (decision 0034)."
+        )
+    else:
+        drawn = (
+            "Scored on: the truth's one pass, which the budgeted peers also draw their cells "
+            "from (they are scored on the values they chose by: measure two passes or more to "
+            "score them out of sample)."
+        )
     notes = [
         f"Truth: {truth.n_points} input points x every valid configuration "
         f"({truth.n_cells} cells), measured with the project's executor; a cell's time is the "
-        "minimum over the passes of the median of the timed runs.",
+        "median of the timed runs, one value per pass.",
+        drawn,
         "The project header tunes live with the real kernel; the budgeted peers draw their "
-        "measurements from the truth table (a replay of it), so they see less noise than the "
-        "campaign does.",
+        "measurements from the table (a replay of it).",
         "Campaigns: the configuration's problem with the project's default method settings "
         f"(kernel section as configured: repeats = {repeats}); "
         "`project header (sampling X)` rows set only `[sampling] method = X`.",
@@ -402,6 +415,15 @@ def bench_measured(
             f"Noise floor: the optimum of {floor['chosen on']} scored on {floor['scored on']}: "
             f"geomean {floor['geomean']:.3f}, worst point {floor['worst']:.3f}, "
             f"{floor['below_0.67']:.0f} points below 0.67."
+        )
+        log(notes[-1])
+    if independent:
+        answers = truth.config_index(table.configs.iloc[table.best_config()])
+        floor = summarize_fractions(point_fractions(truth, answers))
+        notes.append(
+            f"The table's optimum at every point ({project.TABLE_PASS}) scored like every row: "
+            f"geomean {floor['geomean']:.3f}, worst point {floor['worst']:.3f} (a tuner "
+            "measuring every cell once)."
         )
         log(notes[-1])
     rows: list[dict] = []
@@ -455,11 +477,18 @@ def bench_measured(
             curves.setdefault(CAMPAIGN_LGBM + suffix, []).append(np.mean(per_model, axis=0))
             log(f"    scored in {time.perf_counter() - started - result.tune_seconds:.0f} s")
         if samplers:  # the project's defaults on the peers' data
-            replayed = project.run_truth_replay(problem, cells, truth, seed, workdir)
+            replayed = project.run_truth_replay(
+                problem,
+                cells,
+                truth,
+                seed,
+                workdir,
+                column=project.TABLE_PASS if independent else "time",
+            )
             log(f"  {case} seed {seed} replay of the truth: tuned in {replayed.tune_seconds:.0f} s")
             add(TRUTH_REPLAY, seed, point_fractions(truth, replayed.answers), replayed.tune_seconds)
-        answers = peers.peer_answers(truth, budget, np.random.default_rng([seed, budget]))
-        for tool, chosen in answers.items():
+        drawn_answers = peers.peer_answers(table, budget, np.random.default_rng([seed, budget]))
+        for tool, chosen in drawn_answers.items():
             add(tool, seed, point_fractions(truth, chosen))
         if live_peers:
             for tool, chosen in live_peer_answers(problem, truth, seed).items():
@@ -475,7 +504,7 @@ def bench_measured(
     if samplers:
         notes.append(
             f"{TRUTH_REPLAY}: the same problem and method settings (the project's defaults), "
-            'tuned on a table replay of the truth (`format = "csv"`, `input_columns`): the '
+            'tuned on a table replay of the table (`format = "csv"`, `input_columns`): the '
             "budgeted peers' data, with its noise and its input points (the grid is the truth's "
             "points); its compiled header's answer at every point."
         )

@@ -268,6 +268,36 @@ def truth_of(problem: Problem, cells: pd.DataFrame, column: str = "time") -> Tru
     )
 
 
+#: The column of the cells the budgeted peers draw from (and the truth replay replays).
+TABLE_PASS = "time_pass0"
+#: The column every answer is scored on when the truth has two passes or more: the minimum
+#: over the passes other than :data:`TABLE_PASS`.
+SCORED = "time_scored"
+
+
+def table_and_scoring(problem: Problem, cells: pd.DataFrame) -> tuple[Truth, Truth, bool]:
+    """The table the budgeted peers draw their cells from and the truth every answer is
+    scored on, and whether the two are independent measurements.
+
+    With two passes or more, the table is the first pass and the score is the minimum over
+    the other passes: a peer that draws a cell sees one pass's noise, as the campaign does,
+    and is not scored on the very values it chose by (a peer that tunes a point fully on the
+    scoring values scores 1.0 there by construction). With one pass, both are that pass."""
+    passes = sorted(c for c in cells.columns if c.startswith("time_pass"))
+    if len(passes) < 2 or TABLE_PASS not in passes:
+        truth = truth_of(problem, cells)
+        return truth, truth, False
+    scored = cells.assign(**{SCORED: cells[[p for p in passes if p != TABLE_PASS]].min(axis=1)})
+    table, truth = truth_of(problem, cells, TABLE_PASS), truth_of(problem, scored, SCORED)
+    if not table.inputs.equals(truth.inputs) or not table.configs.equals(truth.configs):
+        raise ValueError(
+            f"{problem.name}: {TABLE_PASS} ran at {table.n_points} points, the other passes at "
+            f"{truth.n_points}: a point where no configuration ran in one pass cannot be "
+            "scored (measure the truth again)"
+        )
+    return table, truth, True
+
+
 def _design_names(problem: Problem) -> list[str]:
     return [k for k in problem.config["design"] if k != "constraints"]
 
@@ -329,14 +359,21 @@ def truth_replay_config(problem: Problem, table: Path, seed: int) -> dict[str, A
 
 
 def run_truth_replay(
-    problem: Problem, cells: pd.DataFrame, truth: Truth, seed: int, workdir: Path
+    problem: Problem,
+    cells: pd.DataFrame,
+    truth: Truth,
+    seed: int,
+    workdir: Path,
+    column: str = "time",
 ) -> CampaignResult:
-    """A campaign (the project's defaults) on a replay of the truth table: the peers' data,
-    its noise and its input points; its compiled header's answer at every truth point."""
+    """A campaign (the project's defaults) on a replay of the truth table (its ``column``):
+    the peers' data, its noise and its input points; its compiled header's answer at every
+    point of ``truth``."""
     table = workdir / problem.name / "truth_table.csv"
     table.parent.mkdir(parents=True, exist_ok=True)
     columns = [*problem.points.columns, *_design_names(problem)]
-    cells[[*columns, "time"]].to_csv(table, index=False)  # a failed cell: inf, a failure
+    # a failed cell: inf, a failure
+    cells[[*columns, column]].rename(columns={column: "time"}).to_csv(table, index=False)
     directory = workdir / problem.name / f"truth_replay_s{seed}"
     path = directory.with_suffix(".toml")
     path.write_text(config_text(truth_replay_config(problem, table, seed)))

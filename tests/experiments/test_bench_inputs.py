@@ -158,6 +158,37 @@ def test_truth_replay_tunes_the_problem_on_its_truth_table(tmp_path):
     assert len(result.samples) <= 60
 
 
+def test_peers_draw_from_one_pass_and_every_row_is_scored_on_the_others():
+    """With passes 0 to 2, the budgeted peers' table is pass 0 and the score the minimum over
+    passes 1 and 2 (no row scored on the values it chose by); with one pass both are that
+    pass; a pass where a point did not run at all is refused."""
+    problem = project.demo_problem(3)
+    problem.points = pd.DataFrame({"n": [32, 40, 48]})
+    setup = project._prepared(problem, for_truth=False)
+    cells = project.valid_cells(problem, setup.space)
+    setup.executor.close()
+    rng = np.random.default_rng(0)
+    for index in range(3):
+        cells[f"time_pass{index}"] = 1.0 + rng.random(len(cells))
+    cells["time"] = cells[["time_pass0", "time_pass1", "time_pass2"]].min(axis=1)
+    table, truth, independent = project.table_and_scoring(problem, cells)
+    assert independent
+    np.testing.assert_array_equal(table.times, project.truth_of(problem, cells, "time_pass0").times)
+    expected = np.minimum(
+        project.truth_of(problem, cells, "time_pass1").times,
+        project.truth_of(problem, cells, "time_pass2").times,
+    )
+    np.testing.assert_array_equal(truth.times, expected)
+    assert not np.array_equal(table.best_config(), truth.best_config())  # another noise draw
+    one = cells.drop(columns=["time_pass1", "time_pass2"])
+    table, truth, independent = project.table_and_scoring(problem, one)
+    assert not independent and table is truth
+    broken = cells.copy()
+    broken.loc[broken["n"] == 48, "time_pass0"] = np.nan
+    with pytest.raises(ValueError, match="cannot be scored"):
+        project.table_and_scoring(problem, broken)
+
+
 def test_live_peers_draw_from_a_pass_measured_like_the_campaign():
     """The budgeted peers on cells the demo kernel measures live (the campaign's settings):
     one answer per point of the truth, each a configuration listed there; a truth of other
