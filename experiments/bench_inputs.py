@@ -418,8 +418,7 @@ def bench_measured(
         )
         log(notes[-1])
     if independent:
-        answers = truth.config_index(table.configs.iloc[table.best_config()])
-        floor = summarize_fractions(point_fractions(truth, answers))
+        floor = project.optimum_on(table, truth)
         notes.append(
             f"The table's optimum at every point ({project.TABLE_PASS}) scored like every row: "
             f"geomean {floor['geomean']:.3f}, worst point {floor['worst']:.3f} (a tuner "
@@ -504,7 +503,7 @@ def bench_measured(
     if samplers:
         notes.append(
             f"{TRUTH_REPLAY}: the same problem and method settings (the project's defaults), "
-            'tuned on a table replay of the table (`format = "csv"`, `input_columns`): the '
+            'tuned on a replay of the table (`format = "csv"`, `input_columns`): the '
             "budgeted peers' data, with its noise and its input points (the grid is the truth's "
             "points); its compiled header's answer at every point."
         )

@@ -304,16 +304,21 @@ def _design_names(problem: Problem) -> list[str]:
 
 def noise_floor(problem: Problem, cells: pd.DataFrame) -> list[dict[str, float]]:
     """The optimum of each pass scored on each other pass (geomean, worst point...)."""
-    from benchkit.inputs_truth import point_fractions, summarize_fractions
-
     passes = sorted(c for c in cells.columns if c.startswith("time_pass"))
     out = []
     for first, second in itertools.permutations(passes, 2):
         chooser, judge = truth_of(problem, cells, first), truth_of(problem, cells, second)
-        answers = judge.config_index(chooser.configs.iloc[chooser.best_config()])
-        summary = summarize_fractions(point_fractions(judge, answers))
-        out.append({"chosen on": first, "scored on": second, **summary})
+        out.append({"chosen on": first, "scored on": second, **optimum_on(chooser, judge)})
     return out
+
+
+def optimum_on(chooser: Truth, judge: Truth) -> dict[str, float]:
+    """The summary (geomean, worst point...) of ``chooser``'s optimum at every point, scored
+    on ``judge``."""
+    from benchkit.inputs_truth import point_fractions, summarize_fractions
+
+    answers = judge.config_index(chooser.configs.iloc[chooser.best_config()])
+    return summarize_fractions(point_fractions(judge, answers))
 
 
 @dataclass
