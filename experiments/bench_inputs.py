@@ -24,10 +24,12 @@ Cases:
 Truth of the measured cases (``demo``, ``lu``, ``gemm``): every valid cell timed with the
 project's own executor (the one a campaign of the same configuration times with; the demo's with
 ``repeats = 7``, the cffi executor with 7 timed runs after one warm-up), in ``--passes`` passes
-over all cells in shuffled order; a cell's time is the minimum over the passes of the median of
-the runs (interference only adds time). It is cached in ``results/bench_inputs_truth_<case>.csv``
-with its provenance (``--remeasure-truth`` redoes it); the optimum of each pass scored on the
-other is printed as the noise floor.
+over all cells in shuffled order, a cell's value in a pass the median of the runs. It is cached
+in ``results/bench_inputs_truth_<case>.csv`` with its provenance (``--remeasure-truth`` redoes
+it); the optimum of each pass scored on each other is printed as the noise floor. Every row is
+scored on the minimum over the passes after the first (interference only adds time), and the
+budgeted peers draw their cells from the first pass (decision 0034): no row is scored on the
+values it chose by. With one pass (``--quick``) both are that pass.
 
 Tools, same budget B in one run (measured cases: the campaign's budget; replay: share x
 cells):
@@ -38,7 +40,8 @@ cells):
   ``configs/<case>_replay.toml`` once the project can replay AutoHeuristic tables, else the row
   says it is not available.
 * ``project header (replay of the truth table)`` (measured cases): the same problem and
-  defaults tuned on a table replay of the truth: the budgeted peers' data, noise and input points.
+  defaults tuned on a table replay of the first pass: the budgeted peers' data, noise and input
+  points.
 * ``LightGBM argmin on the campaign's samples``: LightGBM on the same campaign's stored samples
   (``Campaign.store.load()``), argmin over the listed configurations per point, 5 model seeds
   averaged.
@@ -47,10 +50,10 @@ cells):
 * ``best single configuration``: from B random cells, and with full knowledge.
 * ``autotune k inputs + nearest neighbour``, ``Helion-style portfolio + tree``, ``random cells +
   LightGBM argmin``: see ``benchkit/inputs_peers.py``. For the measured cases they draw their
-  measurements from the truth table (a replay of it: the values they are scored on), while the
-  project tunes live; their ``(measured live)`` rows (``--live-peers``, the default) draw the
-  same cells from one pass over every cell measured in the run with the campaign's own kernel
-  settings, as the campaign measures them.
+  measurements from the truth's first pass (a replay of it), while the project tunes live; their
+  ``(measured live)`` rows (``--live-peers``, the default) draw the same cells from one pass over
+  every cell measured in the run with the campaign's own kernel settings, as the campaign
+  measures them. The replay cases draw from and are scored on the same medians, for every tool.
 
 PyTorch's shipped AutoHeuristic trees need torch, which is not a dependency: not run.
 
