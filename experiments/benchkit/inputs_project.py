@@ -17,7 +17,7 @@ import itertools
 import math
 import time
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from benchkit.configs import apply_override
 from benchkit.inputs_truth import Truth, truth_from_cells
 
 #: LU: the design reduced so that the exhaustive truth stays short (tiles at the expert's,
@@ -275,23 +276,31 @@ TABLE_PASS = "time_pass0"
 SCORED = "time_scored"
 
 
-def table_and_scoring(problem: Problem, cells: pd.DataFrame) -> tuple[Truth, Truth, bool]:
+def passes_of(cells: pd.DataFrame) -> list[str]:
+    """The truth's pass columns (``time_pass0``, ``time_pass1``...), in order."""
+    return sorted(c for c in cells.columns if c.startswith("time_pass"))
+
+
+def table_and_scoring(
+    problem: Problem, cells: pd.DataFrame, table_pass: str = TABLE_PASS
+) -> tuple[Truth, Truth, bool]:
     """The table the budgeted peers draw their cells from and the truth every answer is
     scored on, and whether the two are independent measurements.
 
-    With two passes or more, the table is the first pass and the score is the minimum over
-    the other passes: a peer that draws a cell sees one pass's noise, as the campaign does,
-    and is not scored on the very values it chose by (a peer that tunes a point fully on the
-    scoring values scores 1.0 there by construction). With one pass, both are that pass."""
-    passes = sorted(c for c in cells.columns if c.startswith("time_pass"))
-    if len(passes) < 2 or TABLE_PASS not in passes:
+    With two passes or more, the table is ``table_pass`` (the first pass by default) and the
+    score is the minimum over the other passes: a peer that draws a cell sees one pass's
+    noise, as the campaign does, and is not scored on the very values it chose by (a peer
+    that tunes a point fully on the scoring values scores 1.0 there by construction). With
+    one pass, both are that pass."""
+    passes = passes_of(cells)
+    if len(passes) < 2 or table_pass not in passes:
         truth = truth_of(problem, cells)
         return truth, truth, False
-    scored = cells.assign(**{SCORED: cells[[p for p in passes if p != TABLE_PASS]].min(axis=1)})
-    table, truth = truth_of(problem, cells, TABLE_PASS), truth_of(problem, scored, SCORED)
+    scored = cells.assign(**{SCORED: cells[[p for p in passes if p != table_pass]].min(axis=1)})
+    table, truth = truth_of(problem, cells, table_pass), truth_of(problem, scored, SCORED)
     if not table.inputs.equals(truth.inputs) or not table.configs.equals(truth.configs):
         raise ValueError(
-            f"{problem.name}: {TABLE_PASS} ran at {table.n_points} points, the other passes at "
+            f"{problem.name}: {table_pass} ran at {table.n_points} points, the other passes at "
             f"{truth.n_points}: a point where no configuration ran in one pass cannot be "
             "scored (measure the truth again)"
         )
@@ -304,7 +313,7 @@ def _design_names(problem: Problem) -> list[str]:
 
 def noise_floor(problem: Problem, cells: pd.DataFrame) -> list[dict[str, float]]:
     """The optimum of each pass scored on each other pass (geomean, worst point...)."""
-    passes = sorted(c for c in cells.columns if c.startswith("time_pass"))
+    passes = passes_of(cells)
     out = []
     for first, second in itertools.permutations(passes, 2):
         chooser, judge = truth_of(problem, cells, first), truth_of(problem, cells, second)
@@ -370,10 +379,11 @@ def run_truth_replay(
     seed: int,
     workdir: Path,
     column: str = "time",
+    settings: Sequence[str] = (),
 ) -> CampaignResult:
-    """A campaign (the project's defaults) on a replay of the truth table (its ``column``):
-    the peers' data, its noise and its input points; its compiled header's answer at every
-    point of ``truth``."""
+    """A campaign (the project's defaults, with ``settings``: ``section.key=value``
+    assignments) on a replay of the truth table (its ``column``): the peers' data, its noise
+    and its input points; its compiled header's answer at every point of ``truth``."""
     table = workdir / problem.name / "truth_table.csv"
     table.parent.mkdir(parents=True, exist_ok=True)
     columns = [*problem.points.columns, *_design_names(problem)]
@@ -381,7 +391,10 @@ def run_truth_replay(
     cells[[*columns, column]].rename(columns={column: "time"}).to_csv(table, index=False)
     directory = workdir / problem.name / f"truth_replay_s{seed}"
     path = directory.with_suffix(".toml")
-    path.write_text(config_text(truth_replay_config(problem, table, seed)))
+    data = truth_replay_config(problem, table, seed)
+    for assignment in settings:
+        apply_override(data, assignment)
+    path.write_text(config_text(data))
     return _tuned(path, directory, truth)
 
 

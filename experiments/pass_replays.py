@@ -1,0 +1,161 @@
+"""Method settings judged out of sample on the measured cases: the project's campaign on a
+table replay of one pass of a truth, its header scored on the other passes.
+
+    python experiments/pass_replays.py --case lu gemm demo --seeds 0-2
+    python experiments/pass_replays.py --case gemm --set trees.max_configs=3 --label "K = 3"
+
+Each truth of ``bench_inputs.py`` (``experiments/results/bench_inputs_truth_CASE.csv``) holds
+two passes or more over every valid cell. For each pass k and seed, a campaign with the
+project's defaults (and the ``--set`` assignments) tunes on a table replay of pass k (its
+noise, its input points as the grid: no kernel runs, a campaign takes seconds), and its
+compiled header's answer at every point is scored on the minimum over the other passes
+(decision 0034: no tool is scored on the values it chose by). It is the cheap, paired
+testbed the variants of decisions 0034 and 0035 were judged on: same tables, same seeds,
+one setting changed; judge a variant by the mean over the runs beside the defaults' in the
+same results, and by the live campaigns of ``bench_inputs.py`` before keeping it.
+
+Prints a table (per case and label: mean ± sd of the runs' geomeans, the lowest run, the
+worst point and the points below 0.67); ``--out`` writes the per-run rows (CSV) and the table
+(markdown) with their provenance.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+from bench_inputs import parse_seeds
+from benchkit import inputs_project as project
+from benchkit.inputs_truth import point_fractions, summarize_fractions
+from benchkit.provenance import header, provenance
+
+RESULTS = Path(__file__).resolve().parent / "results"
+PROBLEMS = {
+    "demo": lambda: project.demo_problem(64),
+    "lu": lambda: project.lu_problem(10),
+    "gemm": lambda: project.gemm_problem(5),
+}
+
+
+def run_case(
+    case: str,
+    seeds: Sequence[int],
+    settings: Sequence[str],
+    label: str,
+    workdir: Path,
+    truth_csv: Path | None = None,
+) -> pd.DataFrame:
+    """One row per (pass, seed): the header's scores at every point of the case's truth."""
+    problem = PROBLEMS[case]()
+    cells = pd.read_csv(truth_csv or RESULTS / f"bench_inputs_truth_{case}.csv", comment="#")
+    passes = project.passes_of(cells)
+    if len(passes) < 2:
+        raise SystemExit(f"{case}: the truth has {len(passes)} pass; out of sample needs two")
+    rows = []
+    for table_pass in passes:
+        _, truth, _ = project.table_and_scoring(problem, cells, table_pass)
+        for seed in seeds:
+            result = project.run_truth_replay(
+                problem,
+                cells,
+                truth,
+                seed,
+                workdir / table_pass,
+                column=table_pass,
+                settings=settings,
+            )
+            summary = summarize_fractions(point_fractions(truth, result.answers))
+            rows.append(
+                {
+                    "case": case,
+                    "label": label,
+                    "table": table_pass,
+                    "seed": seed,
+                    **summary,
+                    "tune_seconds": result.tune_seconds,
+                }
+            )
+            print(
+                f"{case} {label} {table_pass} seed {seed}: geomean {summary['geomean']:.4f}, "
+                f"worst {summary['worst']:.3f}",
+                flush=True,
+            )
+    return pd.DataFrame(rows)
+
+
+def summarize(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per case and label: the runs' geomean (mean, sd, lowest), worst point, points below 0.67."""
+    grouped = rows.groupby(["case", "label"], sort=False)
+    return pd.DataFrame(
+        {
+            "runs": grouped.size(),
+            "geomean": grouped["geomean"].mean(),
+            "sd": grouped["geomean"].std(ddof=1),
+            "lowest run": grouped["geomean"].min(),
+            "worst point": grouped["worst"].min(),
+            "points < 0.67 (mean)": grouped["below_0.67"].mean(),
+        }
+    ).reset_index()
+
+
+def markdown(summary: pd.DataFrame) -> str:
+    lines = [
+        "| case | label | runs | geomean | lowest run | worst point | points < 0.67 |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for row in summary.itertuples(index=False):
+        lines.append(
+            f"| {row[0]} | {row[1]} | {row[2]} | {row[3]:.4f} ± {row[4]:.4f} | {row[5]:.4f} "
+            f"| {row[6]:.3f} | {row[7]:.1f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--case", nargs="+", choices=sorted(PROBLEMS), default=["demo", "lu", "gemm"]
+    )
+    parser.add_argument("--seeds", default="0-2")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="SECTION.KEY=VALUE",
+        help="a configuration setting of every campaign (repeatable), e.g. trees.max_configs=3",
+    )
+    parser.add_argument("--label", help="the variant's name in the table (default: the --set)")
+    parser.add_argument("--truth", type=Path, help="a truth CSV (one case only)")
+    parser.add_argument("--workdir", type=Path, help="campaign folders (default: a temporary one)")
+    parser.add_argument("--out", type=Path, help="write OUT.csv and OUT.md")
+    args = parser.parse_args(argv)
+    if args.truth is not None and len(args.case) != 1:
+        parser.error("--truth needs exactly one --case")
+    label = args.label or (" ".join(args.set) if args.set else "defaults")
+    seeds = parse_seeds(args.seeds)
+    lines = provenance(list(argv) if argv is not None else None)
+    with tempfile.TemporaryDirectory(prefix="pass_replays_") as scratch:
+        workdir = args.workdir or Path(scratch)
+        frames = [
+            run_case(case, seeds, args.set, label, workdir / case, args.truth) for case in args.case
+        ]
+    rows = pd.concat(frames, ignore_index=True)
+    table = markdown(summarize(rows))
+    print(table)
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        with args.out.with_suffix(".csv").open("w") as handle:
+            handle.write(header(lines))
+            rows.to_csv(handle, index=False)
+        notes = f"- settings: {shlex.join(args.set) if args.set else 'the defaults'}\n"
+        args.out.with_suffix(".md").write_text(header(lines, markdown=True) + table + "\n" + notes)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

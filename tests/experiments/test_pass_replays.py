@@ -1,0 +1,75 @@
+"""experiments/pass_replays.py: the header tuned on a replay of each pass of a truth and scored
+on the other passes, with a setting applied to every campaign."""
+
+from __future__ import annotations
+
+import tomllib
+
+import numpy as np
+import pandas as pd
+
+from tests.experiments._scripts import load_benchkit, load_script
+
+load_script("bench_inputs")  # pass_replays imports it, as it does when run from experiments/
+replays = load_script("pass_replays")
+project = load_benchkit("inputs_project")
+
+
+def small_demo(points: list[int]) -> object:
+    problem = project.demo_problem(len(points))
+    problem.points = pd.DataFrame({"n": points})
+    problem.config["sampling"]["budget"] = 40
+    return problem
+
+
+def two_pass_truth(problem: object) -> pd.DataFrame:
+    """Block n / 4 is best at every n; pass 1 is pass 0 with 10 % noise."""
+    setup = project._prepared(problem, for_truth=False)
+    cells = project.valid_cells(problem, setup.space)
+    setup.executor.close()
+    ratio = np.log2(cells["block"] / (cells["n"] / 4.0))
+    cells["time_pass0"] = (1.0 + ratio**2) * (1.0 + 0.1 * (cells["order"] != "ijk"))
+    noise = np.random.default_rng(0).uniform(1.0, 1.1, len(cells))
+    cells["time_pass1"] = cells["time_pass0"] * noise
+    cells["time"] = cells[["time_pass0", "time_pass1"]].min(axis=1)
+    return cells
+
+
+def test_each_pass_is_a_table_scored_on_the_others(tmp_path, monkeypatch):
+    """One row per (pass, seed), each campaign replaying its own pass with the --set applied,
+    each scored on the other pass; the summary and the written files say which variant."""
+    problem = small_demo([32, 64, 128, 256])
+    cells = two_pass_truth(problem)
+    truth_csv = tmp_path / "truth.csv"
+    cells.to_csv(truth_csv, index=False)
+    monkeypatch.setitem(replays.PROBLEMS, "demo", lambda: problem)
+    rows = replays.run_case(
+        "demo", [1], ["trees.max_configs=1"], "one config", tmp_path / "work", truth_csv
+    )
+    assert list(rows["table"]) == ["time_pass0", "time_pass1"]
+    assert (rows["label"] == "one config").all()
+    assert ((rows["geomean"] > 0.0) & (rows["geomean"] <= 1.0)).all()
+    for table_pass in ("time_pass0", "time_pass1"):
+        config = tomllib.loads(
+            (tmp_path / "work" / table_pass / problem.name / "truth_replay_s1.toml").read_text()
+        )
+        assert config["trees"]["max_configs"] == 1
+        replayed = pd.read_csv(tmp_path / "work" / table_pass / problem.name / "truth_table.csv")
+        assert np.allclose(replayed["time"].to_numpy(), cells[table_pass].to_numpy())
+    summary = replays.summarize(rows)
+    assert summary["runs"].tolist() == [2]
+    assert "| demo | one config | 2 |" in replays.markdown(summary)
+
+
+def test_the_table_pass_is_never_in_the_score():
+    problem = small_demo([32, 40, 48])
+    cells = two_pass_truth(problem)
+    cells["time_pass2"] = cells["time_pass0"] * 1.05
+    table, truth, independent = project.table_and_scoring(problem, cells, "time_pass1")
+    assert independent
+    np.testing.assert_array_equal(table.times, project.truth_of(problem, cells, "time_pass1").times)
+    expected = np.minimum(
+        project.truth_of(problem, cells, "time_pass0").times,
+        project.truth_of(problem, cells, "time_pass2").times,
+    )
+    np.testing.assert_array_equal(truth.times, expected)
