@@ -104,6 +104,7 @@ class DecisionStage:
                 seed=context.seed,
                 center=DEFAULT_MEMBERS,
                 max_rounds=DECISION_MAX_ROUNDS,
+                input_features=range(len(context.space.input_names)),
             )
 
         return cls(context, settings, ensemble=ensemble, training=training)

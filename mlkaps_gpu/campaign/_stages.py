@@ -111,10 +111,12 @@ class CampaignStages:
 
     def ensemble(self) -> BootstrapEnsemble:
         """A new bootstrapped ensemble: GA-Adaptive's model, the decisions' and the trees'."""
+        space = self.setup.space
         return BootstrapEnsemble.from_settings(
             self.config.surrogate,
-            categorical_features=self.setup.space.categorical_features,
+            categorical_features=space.categorical_features,
             seed=self.config.seed,
+            input_features=range(len(space.input_names)),
         )
 
     def sampler(self, budget: int) -> Sampler:

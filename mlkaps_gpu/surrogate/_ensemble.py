@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from mlkaps_gpu.surrogate._base import Surrogate
+from mlkaps_gpu.surrogate._baseline import InputBaseline
 from mlkaps_gpu.surrogate._compiled import CompiledForest, compile_model
 from mlkaps_gpu.surrogate._lightgbm import DEFAULT_PARAMS, ENGINES, Engine, training_dataset
 
@@ -78,6 +79,10 @@ class BootstrapEnsemble(Surrogate):
             from the first prediction of 1,000 rows or more.
         cache_dir: where the compiled engine is kept between runs (``None``: a folder of this
             process).
+        baseline_features: positions of the input features: where given, an
+            :class:`~mlkaps_gpu.surrogate._baseline.InputBaseline` (a log-linear model of the
+            target on them) is fitted first, every member learns what it leaves, and every
+            prediction adds it back (decision 0036). Empty: the members learn the target.
 
     Attributes (after ``fit``):
         rounds_: the boosting rounds every member kept.
@@ -95,6 +100,7 @@ class BootstrapEnsemble(Surrogate):
         seed: int = 0,
         center: int = 0,
         max_rounds: int | None = None,
+        input_features: Sequence[int] = (),
     ) -> BootstrapEnsemble:
         """The bootstrapped ensemble a campaign decides with (GA-Adaptive's model, the
         decisions, the trees' score): its own size, ``[surrogate] log_target``."""
@@ -104,6 +110,7 @@ class BootstrapEnsemble(Surrogate):
             seed=seed,
             center=center,
             max_rounds=max_rounds,
+            baseline_features=input_features if settings.input_baseline else (),
         )
 
     def __init__(
@@ -120,6 +127,7 @@ class BootstrapEnsemble(Surrogate):
         params: dict[str, Any] | None = None,
         engine: Engine = "auto",
         cache_dir: str | Path | None = None,
+        baseline_features: Sequence[int] = (),
     ) -> None:
         if members < 2:
             raise ValueError(f"an ensemble needs at least 2 members, got {members}")
@@ -140,6 +148,7 @@ class BootstrapEnsemble(Surrogate):
         self.center = center
         self.max_rounds = max_rounds
         self.params = dict(params or {})
+        self.baseline_features = [int(c) for c in baseline_features]
 
     def _fit(self, features: np.ndarray, target: np.ndarray) -> None:
         if self.log_target:
@@ -153,6 +162,10 @@ class BootstrapEnsemble(Surrogate):
             **self.params,
             "num_threads": 1,
         }
+        self.baseline_: InputBaseline | None = None
+        if self.baseline_features:
+            self.baseline_ = InputBaseline(self.baseline_features, self.categorical_features)
+            target = target - self.baseline_.fit(features, target).predict(features)
         self.boosters_: list[lgb.Booster] = []
         self._compiled: list[CompiledForest] | None = None
         self.weights_ = np.empty((self.members, len(target)))
@@ -232,7 +245,13 @@ class BootstrapEnsemble(Surrogate):
     def predict_members(self, features: np.ndarray) -> np.ndarray:
         """Every member's prediction in the model's space (``log(y)`` with ``log_target``):
         members x rows."""
-        return self._predict_all(self.boosters_, features, center=False)
+        return self._predict_all(self.boosters_, features, center=False) + self._baseline(features)
+
+    def _baseline(self, features: np.ndarray) -> np.ndarray | float:
+        """The inputs' baseline of each row (0 without one: ``baseline_features`` empty, or
+        an ensemble made before baselines)."""
+        baseline = getattr(self, "baseline_", None)
+        return 0.0 if baseline is None else baseline.predict(features)
 
     def _predict_all(
         self, boosters: list[lgb.Booster], features: np.ndarray, *, center: bool
@@ -279,7 +298,8 @@ class BootstrapEnsemble(Surrogate):
         """The estimate in the model's space: the centre members' mean where there are any,
         else the bootstrap members' (``members``: their predictions, when already made)."""
         if getattr(self, "center_boosters_", None):  # absent on ensembles made before them
-            return self._predict_all(self.center_boosters_, features, center=True).mean(axis=0)
+            centre = self._predict_all(self.center_boosters_, features, center=True)
+            return centre.mean(axis=0) + self._baseline(features)
         values = self.predict_members(features) if members is None else members
         return values.mean(axis=0)
 

@@ -249,6 +249,15 @@ class SurrogateSettings(SettingsModel):
             "times); an objective with a value <= 0 is learnt as it is."
         ),
     )
+    input_baseline: bool = Field(
+        default=True,
+        description=(
+            "The decisions' and the sampler's ensemble first fits a log-linear model of the "
+            "objective on the inputs (the logs of positive numeric inputs, one-hot categorical "
+            "ones) and its trees learn what that leaves: the configurations' effects, not the "
+            "inputs' orders of magnitude (decision 0036)."
+        ),
+    )
     params: dict[str, Any] = Field(
         default_factory=dict,
         description=(

@@ -1,0 +1,77 @@
+"""A log-linear model of the objective on the inputs, fitted before the trees (decision 0036).
+
+A kernel's time depends on its input sizes by orders of magnitude, roughly as a power law
+(``m n k`` for a matrix product), and on its configuration by a few percent to a few times.
+Trees fitted on ``log(time)`` directly spend most of their splits on the sizes and learn the
+configurations' effects from what is left in small leaves; at a budget of one or two
+measurements per input point, those effects are what the decisions compare. Fitting the
+inputs' trend first (a ridge regression on the logs of the positive numeric inputs, the raw
+value of the others, one-hot categorical inputs) leaves the trees the configurations and their
+interactions with the inputs. A linear model cannot memorise the configuration measured at
+one input point, as an inputs-only tree model would.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+#: Ridge penalty per row on the standardised features (a guard against collinear inputs; the
+#: fit is otherwise least squares).
+RIDGE = 1e-3
+
+
+class InputBaseline:
+    """Ridge regression of a target on some feature columns (the inputs').
+
+    Args:
+        columns: positions of the feature columns the baseline uses.
+        categorical: positions (among all features) of categorical columns (category
+            indices): one-hot encoded over the levels seen in training (an unseen level adds
+            nothing).
+    """
+
+    def __init__(self, columns: Sequence[int], categorical: Sequence[int] = ()) -> None:
+        self.columns = [int(c) for c in columns]
+        self.categorical = [c for c in self.columns if c in set(categorical)]
+
+    def fit(self, features: np.ndarray, target: np.ndarray) -> InputBaseline:
+        """Fit on ``features`` (all columns; the baseline reads its own) and ``target``."""
+        features = np.asarray(features, dtype=np.float64)
+        target = np.asarray(target, dtype=np.float64)
+        self.logs_ = [
+            c
+            for c in self.columns
+            if c not in self.categorical and bool((features[:, c] > 0).all())
+        ]
+        self.levels_ = {c: np.unique(features[:, c]) for c in self.categorical}
+        design = self._design(features)
+        self.mean_ = design.mean(axis=0)
+        self.scale_ = design.std(axis=0)
+        self.scale_[self.scale_ == 0] = 1.0
+        design = (design - self.mean_) / self.scale_
+        gram = design.T @ design + RIDGE * len(design) * np.eye(design.shape[1])
+        self.coef_ = np.linalg.solve(gram, design.T @ (target - target.mean()))
+        self.intercept_ = float(target.mean())
+        return self
+
+    def _design(self, features: np.ndarray) -> np.ndarray:
+        parts: list[np.ndarray] = []
+        for column in self.columns:
+            values = features[:, column]
+            if column in self.categorical:
+                parts.extend((values == level).astype(np.float64) for level in self.levels_[column])
+            elif column in self.logs_:
+                parts.append(np.log(np.maximum(values, np.finfo(np.float64).tiny)))
+            else:
+                parts.append(values)
+        if not parts:
+            return np.zeros((len(features), 0))
+        return np.column_stack(parts)
+
+    def predict(self, features: np.ndarray) -> np.ndarray:
+        """The baseline of each row of ``features`` (all columns)."""
+        features = np.asarray(features, dtype=np.float64)
+        design = (self._design(features) - self.mean_) / self.scale_
+        return np.asarray(self.intercept_ + design @ self.coef_, dtype=np.float64)

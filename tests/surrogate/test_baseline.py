@@ -1,0 +1,69 @@
+"""The inputs' log-linear baseline of the ensemble (decision 0036)."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+
+from mlkaps_gpu.surrogate import BootstrapEnsemble
+from mlkaps_gpu.surrogate._baseline import InputBaseline
+from mlkaps_gpu.surrogate._settings import SurrogateSettings
+
+
+def power_law(rows: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Columns m, gpu (categorical code), block; log time = 3 log m + gpu effect + block
+    effect (block 2 best where m < 100, block 8 elsewhere)."""
+    rng = np.random.default_rng(seed)
+    m = np.exp(rng.uniform(np.log(16), np.log(1024), rows))
+    gpu = rng.integers(0, 3, rows).astype(float)
+    block = rng.choice([1.0, 2.0, 4.0, 8.0], rows)
+    best = np.where(m < 100, 2.0, 8.0)
+    log_time = 3.0 * np.log(m) + 0.5 * gpu + 0.2 * np.abs(np.log2(block / best))
+    return np.column_stack([m, gpu, block]), np.exp(log_time)
+
+
+def test_the_baseline_is_a_power_law_of_the_positive_inputs_and_one_hot_categories():
+    x = np.column_stack([np.geomspace(10, 1000, 60), np.tile([0.0, 1.0, 2.0], 20)])
+    target = 1.5 + 2.0 * np.log(x[:, 0]) + np.array([0.0, 0.3, -0.2])[x[:, 1].astype(int)]
+    baseline = InputBaseline([0, 1], categorical=[1]).fit(x, target)
+    np.testing.assert_allclose(baseline.predict(x), target, atol=0.02)
+    assert baseline.logs_ == [0]
+    unseen = np.array([[100.0, 7.0]])  # a level never trained on adds nothing
+    assert np.isfinite(baseline.predict(unseen)).all()
+    # a column that is not positive everywhere is taken as it is, not logged
+    signed = np.column_stack([np.linspace(-1, 1, 30)])
+    assert InputBaseline([0]).fit(signed, 2.0 * signed[:, 0]).logs_ == []
+
+
+def test_members_learn_what_the_inputs_leave_and_predictions_add_it_back():
+    x, y = power_law(400)
+    model = BootstrapEnsemble(
+        categorical_features=[1], baseline_features=[0, 1], seed=1, n_estimators=100
+    ).fit(x, y)
+    assert model.baseline_ is not None
+    # the members' own trees learn the residual: small against the inputs' range
+    trees_only = np.vstack([b.predict(x) for b in model.boosters_]).mean(axis=0)
+    assert np.abs(trees_only).max() < 1.0 < np.ptp(np.log(y))
+    mean, _ = model.predict_log(x)
+    assert np.sqrt(np.mean((mean - np.log(y)) ** 2)) < 0.05
+    # at each m the model ranks the blocks as the truth does
+    for m in (30.0, 600.0):
+        rows = np.column_stack([np.full(4, m), np.zeros(4), [1.0, 2.0, 4.0, 8.0]])
+        assert rows[np.argmin(model.predict(rows)), 2] == (2.0 if m < 100 else 8.0)
+    # a pickled model predicts the same
+    again = pickle.loads(pickle.dumps(model))
+    np.testing.assert_allclose(again.predict(x[:20]), model.predict(x[:20]))
+
+
+def test_without_input_features_or_with_the_setting_off_there_is_no_baseline():
+    x, y = power_law(100)
+    plain = BootstrapEnsemble(categorical_features=[1], seed=1, n_estimators=20).fit(x, y)
+    assert plain.baseline_ is None
+    off = SurrogateSettings(input_baseline=False)
+    assert BootstrapEnsemble.from_settings(off, input_features=[0, 1]).baseline_features == []
+    on = BootstrapEnsemble.from_settings(SurrogateSettings(), input_features=[0, 1])
+    assert on.baseline_features == [0, 1]
+    # an ensemble made before baselines (no attribute) predicts with its members alone
+    del plain.baseline_
+    assert np.isfinite(plain.predict(x)).all()
