@@ -180,6 +180,14 @@ def test_peers_draw_from_one_pass_and_every_row_is_scored_on_the_others():
     )
     np.testing.assert_array_equal(truth.times, expected)
     assert not np.array_equal(table.best_config(), truth.best_config())  # another noise draw
+    # another pass as the table (pass_replays.py): the score never holds it
+    table, truth, _ = project.table_and_scoring(problem, cells, "time_pass1")
+    np.testing.assert_array_equal(table.times, project.truth_of(problem, cells, "time_pass1").times)
+    expected = np.minimum(
+        project.truth_of(problem, cells, "time_pass0").times,
+        project.truth_of(problem, cells, "time_pass2").times,
+    )
+    np.testing.assert_array_equal(truth.times, expected)
     one = cells.drop(columns=["time_pass1", "time_pass2"])
     table, truth, independent = project.table_and_scoring(problem, one)
     assert not independent and table is truth

@@ -59,17 +59,3 @@ def test_each_pass_is_a_table_scored_on_the_others(tmp_path, monkeypatch):
     summary = replays.summarize(rows)
     assert summary["runs"].tolist() == [2]
     assert "| demo | one config | 2 |" in replays.markdown(summary)
-
-
-def test_the_table_pass_is_never_in_the_score():
-    problem = small_demo([32, 40, 48])
-    cells = two_pass_truth(problem)
-    cells["time_pass2"] = cells["time_pass0"] * 1.05
-    table, truth, independent = project.table_and_scoring(problem, cells, "time_pass1")
-    assert independent
-    np.testing.assert_array_equal(table.times, project.truth_of(problem, cells, "time_pass1").times)
-    expected = np.minimum(
-        project.truth_of(problem, cells, "time_pass0").times,
-        project.truth_of(problem, cells, "time_pass2").times,
-    )
-    np.testing.assert_array_equal(truth.times, expected)
