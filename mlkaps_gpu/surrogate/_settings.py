@@ -255,7 +255,8 @@ class SurrogateSettings(SettingsModel):
             "The decisions' and the sampler's ensemble first fits a log-linear model of the "
             "objective on the inputs (the logs of positive numeric inputs, one-hot categorical "
             "ones) and its trees learn what that leaves: the configurations' effects, not the "
-            "inputs' orders of magnitude (decision 0036)."
+            "inputs' orders of magnitude (decision 0036). Only where an input is numeric: "
+            "categorical inputs alone are left to the trees."
         ),
     )
     params: dict[str, Any] = Field(

@@ -56,7 +56,7 @@ def test_members_learn_what_the_inputs_leave_and_predictions_add_it_back():
     np.testing.assert_allclose(again.predict(x[:20]), model.predict(x[:20]))
 
 
-def test_without_input_features_or_with_the_setting_off_there_is_no_baseline():
+def test_without_a_numeric_input_or_with_the_setting_off_there_is_no_baseline():
     x, y = power_law(100)
     plain = BootstrapEnsemble(categorical_features=[1], seed=1, n_estimators=20).fit(x, y)
     assert plain.baseline_ is None
@@ -64,6 +64,15 @@ def test_without_input_features_or_with_the_setting_off_there_is_no_baseline():
     assert BootstrapEnsemble.from_settings(off, input_features=[0, 1]).baseline_features == []
     on = BootstrapEnsemble.from_settings(SurrogateSettings(), input_features=[0, 1])
     assert on.baseline_features == [0, 1]
+    # one numeric input among categorical ones is enough; categorical inputs alone: none
+    mixed = BootstrapEnsemble.from_settings(
+        SurrogateSettings(), categorical_features=[1, 2], input_features=[0, 1]
+    )
+    assert mixed.baseline_features == [0, 1]
+    categorical = BootstrapEnsemble.from_settings(
+        SurrogateSettings(), categorical_features=[0, 2], input_features=[0]
+    )
+    assert categorical.baseline_features == []
     # an ensemble made before baselines (no attribute) predicts with its members alone
     del plain.baseline_
     assert np.isfinite(plain.predict(x)).all()
