@@ -56,6 +56,28 @@ def test_each_pass_is_a_table_scored_on_the_others(tmp_path, monkeypatch):
         assert config["trees"]["max_configs"] == 1
         replayed = pd.read_csv(tmp_path / "work" / table_pass / problem.name / "truth_table.csv")
         assert np.allclose(replayed["time"].to_numpy(), cells[table_pass].to_numpy())
+    # beside each header, a plain LightGBM argmin on the same campaign's samples
+    assert ((rows["own_samples_model"] > 0.0) & (rows["own_samples_model"] <= 1.0)).all()
     summary = replays.summarize(rows)
     assert summary["runs"].tolist() == [2]
+    gap = (rows["geomean"] - rows["own_samples_model"]).to_numpy()
+    assert np.isclose(summary["gap"].iloc[0], gap.mean())
+    assert np.isclose(summary["lowest gap"].iloc[0], gap.min())
     assert "| demo | one config | 2 |" in replays.markdown(summary)
+
+
+def test_the_summary_counts_the_runs_more_than_002_below_the_model_on_their_samples():
+    rows = pd.DataFrame(
+        {
+            "case": ["lu"] * 3,
+            "label": ["x"] * 3,
+            "geomean": [0.95, 0.90, 0.97],
+            "own_samples_model": [0.96, 0.93, 0.96],
+            "worst": [0.8, 0.7, 0.9],
+            "below_0.67": [0.0, 0.0, 0.0],
+        }
+    )
+    summary = replays.summarize(rows)
+    assert summary["runs > 0.02 below"].tolist() == [1]  # only 0.90 against 0.93
+    assert np.isclose(summary["lowest gap"].iloc[0], -0.03)
+    assert "| -0.0300 | 1 |" in replays.markdown(summary)
