@@ -103,10 +103,11 @@ class BootstrapEnsemble(Surrogate):
         input_features: Sequence[int] = (),
     ) -> BootstrapEnsemble:
         """The bootstrapped ensemble a campaign decides with (GA-Adaptive's model, the
-        decisions, the trees' score): its own size, ``[surrogate] log_target``, the inputs'
-        baseline with ``[surrogate] input_baseline`` where one of ``input_features`` is
-        numeric (categorical inputs alone have no trend of sizes to take out: a per-value mean
-        before the trees cost the convolution replay 0.06 at b = 100, decision 0036)."""
+        decisions, the trees' score): its own size, ``[surrogate] log_target``, the members'
+        LightGBM parameters overridden by ``[surrogate] params`` as the surrogate's are, the
+        inputs' baseline with ``[surrogate] input_baseline`` where one of ``input_features``
+        is numeric (categorical inputs alone have no trend of sizes to take out: a per-value
+        mean before the trees cost the convolution replay 0.06 at b = 100, decision 0036)."""
         categorical = set(categorical_features)
         numeric = any(c not in categorical for c in input_features)
         return cls(
@@ -115,6 +116,7 @@ class BootstrapEnsemble(Surrogate):
             seed=seed,
             center=center,
             max_rounds=max_rounds,
+            params=settings.params,
             baseline_features=input_features if settings.input_baseline and numeric else (),
         )
 

@@ -262,8 +262,9 @@ class SurrogateSettings(SettingsModel):
     params: dict[str, Any] = Field(
         default_factory=dict,
         description=(
-            'Extra LightGBM parameters over the surrogate\'s defaults (`objective = "l2"`, '
-            "`learning_rate = 0.05`, `num_leaves = 31`, ...): names from LightGBM's parameter "
+            "Extra LightGBM parameters over the defaults of the surrogate and of the members "
+            'of the ensemble that decides (`objective = "l2"`, `learning_rate = 0.05`, '
+            "`num_leaves = 31`, ...): names from LightGBM's parameter "
             "list or their aliases, except those the tool sets (`num_iterations`, `seed`, "
             "`num_threads`, `categorical_feature`, `early_stopping_round`) and file or network "
             "parameters; values checked by LightGBM at load."

@@ -145,3 +145,19 @@ def test_max_rounds_keeps_the_default_on_few_noisy_rows() -> None:
     assert model.rounds_ == 150
     with pytest.raises(ValueError, match="max_rounds"):
         BootstrapEnsemble(max_rounds=0)
+
+
+def test_the_surrogate_sections_params_reach_the_members() -> None:
+    from mlkaps_gpu.surrogate import SurrogateSettings
+
+    rng = np.random.default_rng(3)
+    x = rng.uniform(0, 1, (300, 3))
+    y = np.exp(x @ np.array([1.0, -2.0, 0.5]) + 0.05 * rng.normal(size=300))
+
+    def most_leaves(settings: SurrogateSettings) -> int:
+        model = BootstrapEnsemble.from_settings(settings, seed=0).fit(x, y)
+        dumps = [b.dump_model()["tree_info"] for b in model.boosters_]
+        return max(tree["num_leaves"] for trees in dumps for tree in trees)
+
+    assert most_leaves(SurrogateSettings(params={"num_leaves": 4})) <= 4
+    assert most_leaves(SurrogateSettings()) > 4
