@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mlkaps_gpu.surrogate import BootstrapEnsemble, Surrogate
+from mlkaps_gpu.surrogate import BootstrapEnsemble, Surrogate, SurrogateSettings
 
 
 def bowl(features: np.ndarray) -> np.ndarray:
@@ -148,8 +148,6 @@ def test_max_rounds_keeps_the_default_on_few_noisy_rows() -> None:
 
 
 def test_the_surrogate_sections_params_reach_the_members() -> None:
-    from mlkaps_gpu.surrogate import SurrogateSettings
-
     rng = np.random.default_rng(3)
     x = rng.uniform(0, 1, (300, 3))
     y = np.exp(x @ np.array([1.0, -2.0, 0.5]) + 0.05 * rng.normal(size=300))
