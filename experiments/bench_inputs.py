@@ -55,11 +55,18 @@ cells):
   every cell measured in the run with the campaign's own kernel settings, as the campaign
   measures them. The replay cases draw from and are scored on the same medians, for every tool.
 
-PyTorch's shipped AutoHeuristic trees need torch, which is not a dependency: not run.
+* ``PyTorch's shipped tree`` (replay cases, ``--pytorch-tree FILE``): a heuristic PyTorch
+  generated from these data (``torch/_inductor/autoheuristic/artifacts/_MixedMMA100.py`` and
+  the like), read as text and evaluated without torch (``benchkit/pytorch_trees.py``), 0
+  measurements, trained on the whole table. Where it is unsure (or its choice is not listed at
+  the shape) Inductor falls back: one row with Inductor's default there, one with autotuning
+  there (the shape's optimum, at the cost of every listed choice there, counted in the row's
+  name). A file whose kernel and GPU match no case run is an error.
 
     python experiments/bench_inputs.py --case mixedmm_a100 --quick
     python experiments/bench_inputs.py --case all --seeds 0-4
     python experiments/bench_inputs.py --data other_gpu.txt --shares 2,5
+    python experiments/bench_inputs.py --case mixedmm_a100 --pytorch-tree _MixedMMA100.py
 """
 
 from __future__ import annotations
@@ -84,12 +91,14 @@ from benchkit.inputs_replay import header_choices, inductor_default
 from benchkit.inputs_report import markdown_tables, summarize_rows, write_figure
 from benchkit.inputs_truth import (
     Truth,
+    autoheuristic_metadata,
     autoheuristic_truth,
     point_fractions,
     read_autoheuristic,
     summarize_fractions,
 )
 from benchkit.provenance import header, provenance
+from benchkit.pytorch_trees import LearnedTree, TreeFileError, read_learned_tree, tree_answers
 
 HERE = Path(__file__).resolve().parent
 
@@ -254,9 +263,11 @@ def bench_replay(
     *,
     project: bool = True,
     max_configs: int | None = None,
+    pytorch_trees: Sequence[LearnedTree] = (),
 ) -> tuple[list[dict], dict[str, np.ndarray], Truth, list[str]]:
     """Rows of every tool at every share; per-point fractions (mean over seeds) at the largest
-    share for the figure; the truth; notes."""
+    share for the figure; the truth; notes. ``pytorch_trees``: PyTorch's shipped heuristics,
+    scored where their kernel and GPU are the data's."""
     meta, _ = read_autoheuristic(path)
     truth = autoheuristic_truth(path, name=case)
     log(f"{case}: {truth.n_points} shapes, {len(truth.configs)} choices, {truth.n_cells} cells")
@@ -295,12 +306,16 @@ def bench_replay(
     largest = max(shares)
     single = peers.best_single_full(truth)
     default = inductor_default(meta, truth)
+    shipped = pytorch_tree_rows(
+        [tree for tree in pytorch_trees if tree.matches(meta)], truth, default, notes
+    )
     for share in shares:
         budget = max(1, int(round(share / 100 * truth.n_cells)))
         label = f"{share:g} % (B = {budget})"
         deterministic = [(SINGLE_FULL, np.full(truth.n_points, single))]
         if default is not None:
             deterministic.append(default)
+        deterministic.extend(shipped)
         for tool, answers in deterministic:
             fractions = point_fractions(truth, answers)
             rows.append(summary_row(case, label, budget, tool, "-", fractions))
@@ -339,6 +354,36 @@ def bench_replay(
     else:
         notes.append(f"{default[0]}: what Inductor runs without autotuning.")
     return rows, {k: np.mean(v, axis=0) for k, v in curves.items()}, truth, notes
+
+
+def pytorch_tree_rows(
+    trees: Sequence[LearnedTree],
+    truth: Truth,
+    default: tuple[str, np.ndarray] | None,
+    notes: list[str],
+) -> list[tuple[str, np.ndarray]]:
+    """The answers of each shipped tree, unsure shapes at Inductor's default (where known) and
+    autotuned; a note per tree (where it is sure, what autotuning the rest costs)."""
+    rows: list[tuple[str, np.ndarray]] = []
+    listed = ~np.isnan(truth.times)
+    optimum = np.argmin(np.where(listed, truth.times, np.inf), axis=1)
+    for tree in trees:
+        chosen, sure = tree_answers(tree, truth, None if default is None else default[1])
+        unsure = ~sure
+        cells = int(listed[unsure].sum())
+        name = f"PyTorch's shipped tree {tree.class_name}"
+        if default is not None:
+            rows.append((f"{name} (unsure: Inductor's default)", chosen))
+        rows.append((f"{name} (unsure: autotuned, {cells} cells)", np.where(sure, chosen, optimum)))
+        notes.append(
+            f"{name}: {tree.describe()}, {len(tree.choices)} choices, trained by PyTorch on "
+            f"these data (0 measurements here); sure at {int(sure.sum())} of "
+            f"{truth.n_points} shapes; elsewhere Inductor's fallback: its default"
+            + ("" if default is not None else " (not known here: no row)")
+            + f", or autotuning every listed choice there ({cells} cells, "
+            f"{cells / truth.n_cells:.1%} of the table)."
+        )
+    return rows
 
 
 # ------------------------------------------------------------------------ measured cases
@@ -643,11 +688,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="replay cases: also a project row with [trees] max_configs set to this",
     )
     parser.add_argument(
+        "--pytorch-tree",
+        type=Path,
+        action="append",
+        default=[],
+        help="replay cases: a heuristic file PyTorch's AutoHeuristic generated (a peer row, "
+        "read without torch)",
+    )
+    parser.add_argument(
         "--workdir", type=Path, default=None, help="campaign folders (default: temporary)"
     )
     args = parser.parse_args(argv)
     if args.case is None and not args.data:
         parser.error("give --case and/or --data")
+    trees = []
+    for path in args.pytorch_tree:
+        try:
+            trees.append(read_learned_tree(path))
+        except TreeFileError as error:
+            parser.error(f"--pytorch-tree: {error}")
     seeds = parse_seeds(args.seeds)
     shares = [float(s) for s in args.shares.split(",")]
     if args.quick:
@@ -673,6 +732,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 workdir,
                 project=project,
                 max_configs=args.max_configs,
+                pytorch_trees=trees,
             )
 
         for case in cases:
@@ -682,11 +742,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             else:
                 job = partial(measured_job, case, args, seeds, passes, workdir, recorded)
             jobs.append((case, job))
+        replays: list[Path] = []
+        for case in cases:
+            if case in AH_FILES:
+                replays.append(data_root(parser) / AH_FILES[case])
         for path in args.data:
             if not path.is_file():
                 parser.error(f"--data {path}: no such file")
             case = path.name.split(".")[0]
             jobs.append((case, replay_job(case, path)))
+            replays.append(path)
+        metas = [autoheuristic_metadata(path) for path in replays] if trees else []
+        for tree in trees:
+            if not any(tree.matches(meta) for meta in metas):
+                parser.error(
+                    f"--pytorch-tree {tree.path}: a heuristic for {tree.describe()}; no replay "
+                    "case of this run has that kernel and GPU (give its --case or --data)"
+                )
         for case, job in jobs:
             started = time.perf_counter()
             rows, curves, truth, notes = job()

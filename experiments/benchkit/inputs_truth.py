@@ -24,6 +24,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 import numpy as np
 import pandas as pd
@@ -226,16 +227,30 @@ def parse_choice(choice: str) -> dict[str, object]:
     return {"kind": choice}
 
 
+def _metadata_line(path: Path, handle: IO[str]) -> dict:
+    try:
+        meta = json.loads(handle.readline())
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path}: line 1 is not JSON metadata ({error})") from None
+    if not isinstance(meta, dict):
+        raise ValueError(f"{path}: line 1 is not a JSON object of metadata")
+    return meta
+
+
+def autoheuristic_metadata(path: str | Path) -> dict:
+    """The metadata (line 1) of an AutoHeuristic file, without reading its table."""
+    path = Path(path)
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as handle:
+        return _metadata_line(path, handle)
+
+
 def read_autoheuristic(path: str | Path) -> tuple[dict, pd.DataFrame]:
     """The metadata (line 1) and the table of an AutoHeuristic file (gzip or plain text)."""
     path = Path(path)
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rt", encoding="utf-8") as handle:
-        first = handle.readline()
-        try:
-            meta = json.loads(first)
-        except json.JSONDecodeError as error:
-            raise ValueError(f"{path}: line 1 is not JSON metadata ({error})") from None
+        meta = _metadata_line(path, handle)
         table = pd.read_csv(handle)
     features = [*meta.get("numerical_features", []), *meta.get("categorical_features", [])]
     missing = [c for c in [*features, "choice", "feedback"] if c not in table.columns]
