@@ -761,7 +761,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 )
         for case, job in jobs:
             started = time.perf_counter()
-            rows, curves, truth, notes = job()
+            try:
+                rows, curves, truth, notes = job()
+            except TreeFileError as error:  # a feature of a shipped tree the data lacks
+                parser.error(f"--pytorch-tree: {error}")
             stem = f"bench_inputs_{'quick_' if args.quick else ''}{case}{args.tag}"
             write_results(
                 case,

@@ -96,6 +96,18 @@ class LearnedTree:
             capability is not None and tuple(capability) == self.device_capa
         )
 
+    def features(self) -> list[str]:
+        """The features the tree splits on, in the order first met."""
+        found: list[str] = []
+        stack: list[Leaf | Split] = [self.root]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, Split):
+                if node.feature not in found:
+                    found.append(node.feature)
+                stack.extend([node.otherwise, node.then])
+        return found
+
     def describe(self) -> str:
         gpu = f"compute capability {self.device_capa}" if self.device_capa else "any GPU"
         return f"`{self.path.name}` ({self.name}, {gpu})"
@@ -165,7 +177,14 @@ def tree_answers(
     ``fallback`` is None: the caller decides what unsure costs)."""
     n = truth.n_points
     top = np.full(n, -1, dtype=np.int64)
-    _walk(tree, tree.root, truth.inputs.reset_index(drop=True), np.arange(n), top, {})
+    inputs = truth.inputs.reset_index(drop=True)
+    cache: dict[str, pd.Series] = {}
+    for feature in tree.features():  # every feature first: one the data cannot give is an error
+        try:
+            cache[feature] = feature_values(feature, inputs)
+        except TreeFileError as error:
+            raise TreeFileError(f"{tree.path}: {error}") from None
+    _walk(tree, tree.root, inputs, np.arange(n), top, cache)
     where = {label: i for i, label in enumerate(truth.labels)}
     index = np.array(
         [where.get(tree.choices[c], -1) if 0 <= c < len(tree.choices) else -1 for c in top],

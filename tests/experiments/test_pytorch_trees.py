@@ -97,6 +97,7 @@ def test_reads_name_gpu_threshold_and_choices_without_running_the_file(tmp_path)
 
 def test_answers_top_choice_where_sure_and_the_fallback_elsewhere(tmp_path):
     tree = trees.read_learned_tree(write_tree(tmp_path / "_TinyA100.py"))
+    assert tree.features() == ["dt", "m", "m*k"]
     truth = tiny_truth()
     chosen, sure = trees.tree_answers(tree, truth, np.zeros(6, dtype=np.int64))
     # m 16, 32: BLOCK-M=16; m 64: 128 unlisted there -> fallback; m 128: 128;
@@ -144,7 +145,7 @@ def test_a_construct_the_generator_does_not_write_is_an_error_naming_the_line(
         trees.read_learned_tree(write_tree(tmp_path / "_Odd.py", text))
 
 
-def test_bench_inputs_rows_of_a_shipped_tree_and_exit_2_for_one_of_another_kernel(tmp_path):
+def test_bench_inputs_rows_of_a_shipped_tree_and_exit_2_for_one_it_cannot_score(tmp_path, capsys):
     data = write_ah_file(tmp_path / "tiny_gpu.txt.gz")  # metadata: mixed_mm, no GPU named
     any_gpu = TREE.replace("and metadata.shared_memory == 166912", "").replace(
         'and str(metadata.device_capa) == "(8, 0)"', ""
@@ -165,6 +166,11 @@ def test_bench_inputs_rows_of_a_shipped_tree_and_exit_2_for_one_of_another_kerne
     with pytest.raises(SystemExit) as stop:
         bench.main([*argv, "--out", str(out), "--pytorch-tree", str(flex)])
     assert stop.value.code == 2
+    padded = write_tree(tmp_path / "_Pad.py", any_gpu.replace("'m*k'", "'m_padded_length'"))
+    with pytest.raises(SystemExit) as stop:
+        bench.main([*argv, "--out", str(out), "--pytorch-tree", str(padded)])
+    assert stop.value.code == 2
+    assert "_Pad.py: feature 'm_padded_length'" in capsys.readouterr().err
     broken = write_tree(tmp_path / "_Broken.py", "def f(:\n")
     with pytest.raises(SystemExit) as stop:
         bench.main([*argv, "--out", str(out), "--pytorch-tree", str(broken)])
