@@ -268,6 +268,21 @@ def _formula(name: str, node: ast.expr, inputs: pd.DataFrame) -> np.ndarray:
     )
 
 
+def _string_argument(node: ast.expr, method: str) -> str | None:
+    """``s`` where ``node`` is ``something.method('s')``, else None."""
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == method
+        and len(node.args) == 1
+        and not node.keywords
+        and isinstance(node.args[0], ast.Constant)
+        and isinstance(node.args[0].value, str)
+    ):
+        return node.args[0].value
+    return None
+
+
 def _name_of(node: ast.expr) -> str:
     if isinstance(node, ast.Name):
         return node.id
@@ -316,16 +331,11 @@ def _choices(path: Path, method: ast.FunctionDef) -> tuple[str, ...]:
     """The strings ``fill_choices`` appends to ``self.choices``, in order."""
     found: list[str] = []
     for statement in method.body:
-        call = statement.value if isinstance(statement, ast.Expr) else None
-        if (
-            isinstance(call, ast.Call)
-            and isinstance(call.func, ast.Attribute)
-            and call.func.attr == "append"
-            and len(call.args) == 1
-            and isinstance(call.args[0], ast.Constant)
-            and isinstance(call.args[0].value, str)
-        ):
-            found.append(call.args[0].value)
+        choice = (
+            _string_argument(statement.value, "append") if isinstance(statement, ast.Expr) else None
+        )
+        if choice is not None:
+            found.append(choice)
         else:
             raise TreeFileError(
                 f"{path}: line {statement.lineno}: fill_choices may only append choice strings"
@@ -407,18 +417,11 @@ def _test(path: Path, test: ast.expr) -> tuple[str, type, float | str, bool]:
     )
     if as_text:
         left = left.args[0]  # type: ignore[union-attr]
-    if not (
-        isinstance(left, ast.Call)
-        and isinstance(left.func, ast.Attribute)
-        and left.func.attr == "get_value"
-        and len(left.args) == 1
-        and isinstance(left.args[0], ast.Constant)
-        and isinstance(left.args[0].value, str)
-    ):
+    feature = _string_argument(left, "get_value")
+    if feature is None:
         raise TreeFileError(
             f"{path}: line {test.lineno}: expected context.get_value('feature') in a test"
         )
-    feature = left.args[0].value
     if as_text and not (isinstance(right, str) and op in (ast.Eq, ast.NotEq)):
         raise TreeFileError(f"{path}: line {test.lineno}: str(...) is compared with == or !=")
     if not as_text and not isinstance(right, int | float):
