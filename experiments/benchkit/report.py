@@ -17,7 +17,7 @@ from benchkit.metrics import (
     mean_sd,
     summarize_runs,
 )
-from benchkit.provenance import markdown_lines, versions
+from benchkit.provenance import header, markdown_lines, versions
 from benchkit.tools import BEST_MEASURED, HEADER, RANDOM, tool_rows_order
 
 
@@ -137,7 +137,7 @@ def require_files(parser: argparse.ArgumentParser, paths: Iterable[Path]) -> Non
 def read_case_rows(path: Path, case: str) -> pd.DataFrame:
     """The rows of ``case`` in a CSV this script wrote (ValueError naming the file when it is
     not one)."""
-    table = pd.read_csv(path)
+    table = pd.read_csv(path, comment="#")
     missing = {"tool", "case", "b", "seed", "input", "fraction"} - set(table.columns)
     if missing:
         raise ValueError(f"{path}: not a bench_peers CSV (no {', '.join(sorted(missing))})")
@@ -306,7 +306,14 @@ def report_case(
     lines += _wall_lines(wall, case_seconds)
     text = "\n".join(lines) + "\n"
     results.mkdir(parents=True, exist_ok=True)
-    table.to_csv(results / f"{stem}_{case.name}.csv", index=False, float_format="%.6g")
+    provenance_lines = [  # the markdown's provenance, as the CSV's comment lines
+        line.removeprefix("- ").replace("`", "") for line in markdown_lines(args.command_line)
+    ]
+    (results / f"{stem}_{case.name}.csv").write_text(
+        header(provenance_lines)
+        + table.to_csv(index=False, float_format="%.6g", lineterminator="\n"),
+        encoding="utf-8",
+    )
     figure = results / f"{stem}_{case.name}.png"
     title = f"{case.name}: fraction of optimum vs evaluations per input"
     if len(summary) and write_figure(summary, order, figure, title):

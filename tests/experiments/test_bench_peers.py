@@ -404,7 +404,7 @@ def test_quick_run_of_the_peers(replay_data, tmp_path):
         ]
     )
     assert code == 0
-    table = pd.read_csv(tmp_path / "bench_peers_syr2k.csv")
+    table = pd.read_csv(tmp_path / "bench_peers_syr2k.csv", comment="#")
     assert tools.RANDOM in set(table["tool"])
     assert (table["fraction"].between(0, 1)).all()
     assert set(table.loc[table["tool"] == "Optuna TPE", "seed"]) == {3}
@@ -478,7 +478,7 @@ def test_a_replay_config_of_ones_own_is_a_case(tmp_path, monkeypatch, format):
     argv = ["--config", str(config), "--budgets", "6", "--seeds", "1", "--tools", "project"]
     argv += ["random_search", "--results", str(results), "--workdir", str(tmp_path / "work")]
     assert bench.main(argv) == 0
-    table = pd.read_csv(results / "bench_peers_my_kernel.csv")
+    table = pd.read_csv(results / "bench_peers_my_kernel.csv", comment="#")
     header = table[table["tool"] == tools.HEADER]
     assert sorted(header["input"]) == ["large", "small"]
     assert header["n_evaluated"].sum() == 12  # one campaign of B = 2 b
