@@ -56,7 +56,7 @@ def strategy_results(out: Path) -> pd.DataFrame | None:
     runs_path, scores_path = out / "strategies_runs.csv", out / "strategies_scores.csv"
     if not runs_path.is_file() or not scores_path.is_file():
         return None
-    runs = pd.read_csv(runs_path)
+    runs = pd.read_csv(runs_path, comment="#")
     runs = runs[~runs["strategy"].str.contains("unaware") & (runs["strategy"] != "random_search")]
     root = Path(os.environ["MLKAPS_GPU_DATA"])
     optimum = {
@@ -65,7 +65,7 @@ def strategy_results(out: Path) -> pd.DataFrame | None:
     }
     runs = runs.assign(fraction=runs["gpu"].map(optimum) / runs["best"])
     fraction = runs.groupby(["gpu", "budget"])["fraction"].mean().unstack("budget")
-    scores = pd.read_csv(scores_path, index_col="strategy")
+    scores = pd.read_csv(scores_path, index_col="strategy", comment="#")
     aware = scores.loc[
         [s for s in scores.index if "unaware" not in s and s != "random_search"], list(GPUS)
     ]

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from benchkit.provenance import header, provenance
+from benchkit.provenance import header, provenance, write_csv
 from scipy.stats import gmean
 
 from mlkaps_gpu.campaign import Campaign, load_config
@@ -136,7 +136,7 @@ def main() -> int:
     print("\n".join(report))
     if args.results:
         args.results.parent.mkdir(parents=True, exist_ok=True)
-        table.to_csv(args.results.with_suffix(".csv"), index=False)
+        write_csv(table, args.results.with_suffix(".csv"), index=False)
         body = [
             header(lines, markdown=True),
             "```\n" + "\n".join(report) + "\n```\n",

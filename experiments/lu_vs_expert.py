@@ -94,7 +94,7 @@ def previous_openblas(
     path = args.out / f"lu_vs_expert{args.tag}.csv"
     if not args.resume_merge or not path.exists():
         return None
-    table = pd.read_csv(path)
+    table = pd.read_csv(path, comment="#")
     table = table[table["budget"] == budget]
     if table[["m", "n"]].to_numpy().tolist() != points[["m", "n"]].to_numpy().tolist():
         return None
@@ -407,7 +407,7 @@ def main() -> int:
         records.append(outcome["record"])
         tables.append(outcome["table"])
         stem = args.out / f"lu_vs_expert{args.tag}"
-        pd.concat(tables, ignore_index=True).to_csv(f"{stem}.csv", index=False)
+        provenance.write_csv(pd.concat(tables, ignore_index=True), f"{stem}.csv", index=False)
         Path(f"{stem}.json").write_text(json.dumps(records, indent=2, default=str) + "\n")
         Path(f"{stem}.md").write_text(markdown(records, args))
         print(f"written {stem}.md / .json / .csv", flush=True)

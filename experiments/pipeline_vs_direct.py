@@ -37,7 +37,7 @@ from typing import Any  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from benchkit.cases import CONFIGS  # noqa: E402
-from benchkit.provenance import header, provenance  # noqa: E402
+from benchkit.provenance import header, provenance, write_csv  # noqa: E402
 
 from mlkaps_gpu.campaign import parse_config, prepare  # noqa: E402
 from mlkaps_gpu.search import STRATEGIES, TabulatedObjective  # noqa: E402
@@ -55,7 +55,7 @@ def best_strategy(path: Path) -> str:
     if not path.is_file():
         print(f"{path} not found: using genetic_algorithm", file=sys.stderr)
         return "genetic_algorithm"
-    scores = pd.read_csv(path, index_col="strategy")["mean"]
+    scores = pd.read_csv(path, index_col="strategy", comment="#")["mean"]
     aware = [name for name in scores.index if name in STRATEGIES and "unaware" not in name]
     return str(scores.loc[aware].idxmax())
 
@@ -237,7 +237,7 @@ def main() -> int:
     suffix = "_quick" if args.quick else ""
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"pipeline_vs_direct{suffix}.md").write_text(report, encoding="utf-8")
-    table.to_csv(args.out / f"pipeline_vs_direct{suffix}.csv", index=False)
+    write_csv(table, args.out / f"pipeline_vs_direct{suffix}.csv", index=False)
     print(report)
     return 0
 

@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from benchkit.cases import CONFIGS
-from benchkit.provenance import header, provenance
+from benchkit.provenance import header, provenance, write_csv
 from scipy.stats import qmc
 from threadpoolctl import threadpool_limits
 
@@ -432,7 +432,7 @@ def main() -> int:
     if args.report_only:
         for name in cases:
             stem = args.out / f"sampler_study_{name}{suffix}"
-            table = pd.read_csv(stem.with_suffix(".csv"))
+            table = pd.read_csv(stem.with_suffix(".csv"), comment="#")
             text = stem.with_suffix(".md").read_text() if stem.with_suffix(".md").exists() else ""
             tail = text[text.index("\ntotal time") :] if "\ntotal time" in text else ""
             stem.with_suffix(".md").write_text(
@@ -466,7 +466,7 @@ def main() -> int:
                 )
         table = pd.DataFrame(rows)
         stem = args.out / f"sampler_study_{name}{suffix}"
-        table.to_csv(stem.with_suffix(".csv"), index=False)
+        write_csv(table, stem.with_suffix(".csv"), index=False)
         total = time.perf_counter() - started
         text = markdown(table, name, seeds) + f"\ntotal time {total:.0f} s"
         if name == "lu":

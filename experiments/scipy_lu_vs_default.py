@@ -511,7 +511,7 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     record = run(args)
     stem = args.out / f"scipy_lu{args.tag}"
-    record["table"].to_csv(f"{stem}.csv", index=False)
+    provenance.write_csv(record["table"], f"{stem}.csv", index=False)
     text = markdown(record)
     Path(f"{stem}.md").write_text(text)
     serialisable = {k: v for k, v in record.items() if k not in ("table", "sweep")}

@@ -34,7 +34,7 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from benchkit.cases import CONFIGS  # noqa: E402
-from benchkit.provenance import header, provenance  # noqa: E402
+from benchkit.provenance import header, provenance, write_csv  # noqa: E402
 
 from mlkaps_gpu.analysis import SpaceReference, budget_range, curves  # noqa: E402
 from mlkaps_gpu.campaign import parse_config, prepare  # noqa: E402
@@ -194,8 +194,10 @@ def main() -> int:
     ]
     text = header(provenance(), markdown=True) + "\n".join(report)
     (args.out / f"strategies{suffix}.md").write_text(text, encoding="utf-8")
-    runs_table(traces, references).to_csv(args.out / f"strategies_runs{suffix}.csv", index=False)
-    scores.rename_axis("strategy").to_csv(args.out / f"strategies_scores{suffix}.csv")
+    write_csv(
+        runs_table(traces, references), args.out / f"strategies_runs{suffix}.csv", index=False
+    )
+    write_csv(scores.rename_axis("strategy"), args.out / f"strategies_scores{suffix}.csv")
     plot(
         fractions,
         labels,

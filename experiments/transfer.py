@@ -133,7 +133,7 @@ def main() -> int:
             print(f"target {gpu} done ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
     table = pd.DataFrame(rows)
     if args.out:
-        table.to_csv(args.out, index=False)
+        provenance.write_csv(table, args.out, index=False)
     summary = table.groupby(["gpu", "mode", "budget"])["fraction"].mean().unstack("budget")
     print(provenance.header(provenance.provenance(), markdown=True), end="")
     print(

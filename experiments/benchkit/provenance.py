@@ -19,6 +19,7 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -88,6 +89,13 @@ def provenance(argv: list[str] | None = None) -> list[str]:
         f"machine: {os.cpu_count()} cores, {cpu_model()}, GPU: {gpu()}",
         f"load average at start: {load_average()}",
     ]
+
+
+def write_csv(table: Any, path: str | Path, argv: list[str] | None = None, **options: Any) -> None:
+    """``table`` (a DataFrame) as CSV at ``path``, its :func:`provenance` first as ``# `` lines
+    (read it back with ``pd.read_csv(path, comment="#")``); ``options`` go to ``to_csv``."""
+    text = table.to_csv(lineterminator="\n", **options)
+    Path(path).write_text(header(provenance(argv)) + text, encoding="utf-8")
 
 
 def header(lines: list[str], *, markdown: bool = False) -> str:

@@ -47,7 +47,7 @@ def test_gemm_script_tunes_merges_and_measures_random_sizes(tmp_path: Path) -> N
     text = results.read_text()
     assert text.startswith("> command: python experiments/gemm_gpu.py")
     assert "tuned: geomean" in text and "merged: geomean" in text and "depth sweep" in text
-    table = pd.read_csv(results.with_suffix(".csv"))
+    table = pd.read_csv(results.with_suffix(".csv"), comment="#")
     assert len(table) == 4
     assert {"tuned", "merged", "tuned_ms", "merged_ms", "expert_ms"} <= set(table.columns)
     assert (table[["tuned_ms", "merged_ms", "expert_ms"]] > 0).all().all()
