@@ -86,6 +86,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from benchkit import inputs_noise as noise
 from benchkit import inputs_peers as peers
 from benchkit.inputs_replay import header_choices, inductor_default
 from benchkit.inputs_report import markdown_tables, summarize_rows, write_figure
@@ -276,6 +277,15 @@ def bench_replay(
         f"{truth.n_cells} measured (shape, choice) cells; the median of the repeats per cell, "
         "read by this script's own reader). Pure replay: no timing."
     ]
+    try:
+        floors = noise.summary(noise.noise_floor(noise.repeats_table(path)))
+        notes.append(
+            f"Noise floor of the table's own repeats (`noise_floor_inputs.py`): {floors} (each "
+            "shape's fastest choice by one repeat scored on another; every cell measured once, "
+            "scored on the other repeats)."
+        )
+    except ValueError:
+        notes.append("No noise floor: the file holds one measurement per cell.")
     replay = replay_config(case, path) if project else None
     if not project:
         log("project header: not run (--skip-project)")

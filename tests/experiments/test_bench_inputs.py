@@ -441,6 +441,7 @@ def test_quick_run_on_a_synthetic_autoheuristic_file(tmp_path, capsys):
     text = (out / "bench_inputs_quick_tiny_gpu.md").read_text()
     assert text.startswith("# bench_inputs: tiny_gpu")
     assert "commit:" in text
+    assert "Noise floor of the table's own repeats" in text  # its cells were measured twice
     assert (out / "bench_inputs_quick_tiny_gpu.png").stat().st_size > 0
     if hasattr(mlkaps_gpu.executors, "load_autoheuristic"):
         # a file without a config of its own is replayed by a campaign made for it
