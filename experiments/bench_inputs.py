@@ -17,13 +17,17 @@ Cases:
   [32, 256], 36 configurations (tile_m x tile_n x unroll x loop order; tile_k at the expert's,
   one thread), budget 300: three inputs and no constraint, a kernel none of the method settings
   were chosen on;
+* ``gemm_cuda`` (needs a CUDA GPU and CuPy; not in ``--case all``): the shipped CUDA GEMM
+  through CuPy over (m, n, k), 5 x 5 x 4 geometric points in [64, 1024], its whole design (60
+  configurations of block_x x block_y x tile_k under its constraints), budget 200;
 * ``mixedmm_a100``, ``flexattention_a100`` (``$MLKAPS_GPU_DATA/autoheuristic/``) and
   ``--data FILE`` (any file in PyTorch AutoHeuristic's format): pure replay, at 1, 2, 5 and 10 %
   of the measured (shape, choice) cells.
 
-Truth of the measured cases (``demo``, ``lu``, ``gemm``): every valid cell timed with the
-project's own executor (the one a campaign of the same configuration times with; the demo's with
-``repeats = 7``, the cffi executor with 7 timed runs after one warm-up), in ``--passes`` passes
+Truth of the measured cases (``demo``, ``lu``, ``gemm``, ``gemm_cuda``): every valid cell timed
+with the project's own executor (the one a campaign of the same configuration times with; the
+demo's with ``repeats = 7``, the cffi executor with 7 timed runs after one warm-up, the CuPy
+executor with its own 10 timed launches after 2 warm-ups), in ``--passes`` passes
 over all cells in shuffled order, a cell's value in a pass the median of the runs. It is cached
 in ``results/bench_inputs_truth_<case>.csv`` with its provenance (``--remeasure-truth`` redoes
 it); the optimum of each pass scored on each other is printed as the noise floor. Every row is
@@ -110,6 +114,8 @@ AH_FILES = {
     "flexattention_a100": "flexattention_a100.txt.gz",
 }
 MEASURED_CASES = ("demo", "lu", "gemm")
+#: Measured cases that need a CUDA GPU and CuPy (not in ``--case all``).
+GPU_CASES = ("gemm_cuda",)
 EXTRA_SAMPLERS = ("lhs", "random", "hvs")
 MODEL_SEEDS = 5
 HEADER = "project header"
@@ -663,14 +669,18 @@ def data_root(parser: argparse.ArgumentParser) -> Path:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--case", choices=[*MEASURED_CASES, *AH_FILES, "all"], default=None)
+    parser.add_argument(
+        "--case", choices=[*MEASURED_CASES, *GPU_CASES, *AH_FILES, "all"], default=None
+    )
     parser.add_argument(
         "--data", type=Path, action="append", default=[], help="an AutoHeuristic file"
     )
     parser.add_argument("--seeds", default="0-4")
     parser.add_argument("--shares", default="1,2,5,10", help="percent of the cells (replay cases)")
     parser.add_argument("--passes", type=int, default=2, help="truth passes (measured cases)")
-    parser.add_argument("--budget", type=int, default=None, help="the lu / gemm campaign's budget")
+    parser.add_argument(
+        "--budget", type=int, default=None, help="the lu / gemm / gemm_cuda campaign's budget"
+    )
     parser.add_argument("--quick", action="store_true", help="tiny settings for a smoke run")
     parser.add_argument("--remeasure-truth", action="store_true")
     parser.add_argument("--out", type=Path, default=RESULTS, help="results folder")
@@ -804,6 +814,8 @@ def measured_job(
         problem = project.demo_problem(8 if args.quick else 64)
     elif case == "lu":
         problem = project.lu_problem(3 if args.quick else 10, args.budget)
+    elif case == "gemm_cuda":
+        problem = project.gemm_cuda_problem(2 if args.quick else 5, args.budget)
     else:
         problem = project.gemm_problem(2 if args.quick else 5, args.budget)
     if args.quick:  # a smoke run: small campaigns, the default sampler only

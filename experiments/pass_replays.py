@@ -46,6 +46,7 @@ PROBLEMS = {
     "demo": lambda: project.demo_problem(64),
     "lu": lambda: project.lu_problem(10),
     "gemm": lambda: project.gemm_problem(5),
+    "gemm_cuda": lambda: project.gemm_cuda_problem(5),
 }
 
 

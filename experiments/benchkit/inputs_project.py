@@ -1,4 +1,5 @@
-"""The measured cases of ``bench_inputs.py``: the demo kernel, the shipped LU and GEMM (cffi).
+"""The measured cases of ``bench_inputs.py``: the demo kernel, the shipped LU and GEMM (cffi),
+and the shipped CUDA GEMM (CuPy, on a GPU).
 
 A :class:`Problem` is a campaign configuration (the *problem* only: kernel, inputs, design,
 constraints, objective, budget, header prefix; every method setting is the project's default)
@@ -99,6 +100,40 @@ budget = 300
 prefix = "gemm"
 """
 
+#: GEMM on the GPU: the shipped CUDA kernel (``gemm_cuda``, CuPy) over (m, n, k) in [64, 1024],
+#: its whole design (block_x x block_y x tile_k, 60 configurations under its constraints): the
+#: project's own GPU kernel, measured where a GPU is lent (sizes kept to 1024 so that the host's
+#: argument building and check keep the exhaustive truth within minutes).
+GEMM_CUDA_CONFIG = """\
+[campaign]
+name = "bench_inputs_gemm_cuda"
+seed = 0
+
+[kernel]
+executor = "cupy"
+builtin = "gemm_cuda"
+
+[inputs]
+m = { type = "int", range = [64, 1024], log = true }
+n = { type = "int", range = [64, 1024], log = true }
+k = { type = "int", range = [64, 1024], log = true }
+
+[design]
+block_x = { type = "int", values = [8, 16, 32] }
+block_y = { type = "int", values = [1, 2, 4, 8, 16, 32] }
+tile_k = { type = "int", values = [8, 16, 32, 64] }
+constraints = ["block_x * block_y <= 1024", "block_x * block_y >= 32"]
+
+[objectives]
+time = "minimize"
+
+[sampling]
+budget = 200
+
+[trees]
+prefix = "gemm_cuda"
+"""
+
 
 @dataclass
 class Problem:
@@ -172,6 +207,25 @@ def gemm_problem(per_axis: int, budget: int | None = None) -> Problem:
     m, n, k = np.meshgrid(axis, axis, depth, indexing="ij")
     points = pd.DataFrame({"m": m.ravel(), "n": n.ravel(), "k": k.ravel()})
     return Problem("gemm", config, points, default, numeric_inputs=["m", "n", "k"])
+
+
+def gemm_cuda_problem(per_axis: int, budget: int | None = None) -> Problem:
+    """The shipped CUDA GEMM (CuPy) over (m, n, k): ``per_axis`` geometric values of m and n
+    in [64, 1024], one fewer of k (5 x 5 x 4 = 100 points by default); the fixed default is
+    the builtin's expert (16 x 16 blocks, tile_k 16). The truth's timed runs are the CuPy
+    executor's own (2 warm-up launches, the median of 10 timed with CUDA events), as a
+    campaign measures."""
+    from mlkaps_gpu.kernels import load_builtin
+
+    config = _config(GEMM_CUDA_CONFIG, budget)
+    default = dict(load_builtin("gemm_cuda").expert_for({}))
+    axis = geometric_ints(64, 1024, per_axis)
+    depth = geometric_ints(64, 1024, max(2, per_axis - 1))
+    m, n, k = np.meshgrid(axis, axis, depth, indexing="ij")
+    points = pd.DataFrame({"m": m.ravel(), "n": n.ravel(), "k": k.ravel()})
+    return Problem(
+        "gemm_cuda", config, points, default, truth_repeats=10, numeric_inputs=["m", "n", "k"]
+    )
 
 
 def _config(text: str, budget: int | None) -> dict[str, Any]:

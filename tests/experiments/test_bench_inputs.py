@@ -134,6 +134,39 @@ def test_gemm_problem_three_inputs_and_every_design_valid_at_every_point():
     assert len(project.gemm_problem(2).points) == 8
 
 
+def test_gemm_cuda_problem_is_the_shipped_cuda_kernel_over_three_inputs():
+    """The GPU case: 5 x 5 x 4 points over (m, n, k) in [64, 1024], the builtin's whole design
+    (60 configurations under its constraints, the expert one of them); its configuration is
+    one the project accepts (parsed here; measured only where CuPy and a GPU are)."""
+    import itertools
+
+    import mlkaps_gpu
+    from mlkaps_gpu.kernels import load_builtin
+
+    problem = project.gemm_cuda_problem(5)
+    assert problem.points.shape == (100, 3)
+    assert not problem.points.duplicated().any()
+    assert problem.points.min().tolist() == [64, 64, 64]
+    assert problem.points.max().tolist() == [1024, 1024, 1024]
+    assert problem.budget == 200 and problem.truth_repeats == 10
+    config = mlkaps_gpu.parse_config(project.config_text(problem.config), label="gemm_cuda.toml")
+    assert config.kernel.executor == "cupy"
+    builtin = load_builtin("gemm_cuda")
+    assert [p.name for p in builtin.design] == list(problem.config["design"])[:3]
+    design = problem.config["design"]
+    valid = [
+        combo
+        for combo in itertools.product(
+            design["block_x"]["values"], design["block_y"]["values"], design["tile_k"]["values"]
+        )
+        if 32 <= combo[0] * combo[1] <= 1024
+    ]
+    assert len(valid) == 60
+    assert tuple(problem.default.values()) in valid
+    assert len(project.gemm_cuda_problem(2).points) == 8
+    assert project.gemm_cuda_problem(5, budget=120).budget == 120
+
+
 def test_truth_replay_tunes_the_problem_on_its_truth_table(tmp_path):
     """The project header on the peers' data: the demo's problem (its constraints, budget 60)
     replayed from a synthetic truth whose best block is the one nearest n / 4."""
