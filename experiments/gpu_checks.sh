@@ -55,7 +55,7 @@ bench() {  # bench_inputs.py on the gemm_cuda case with the remaining time less 
     say "bench_inputs: exit $?"
 }
 
-bench 200 --skip-project --no-live-peers --tag _peers
+bench 200 --skip-project --no-live-peers --seeds 0-2 --tag _peers
 cp "$results"/bench_inputs_truth_gemm_cuda.csv "$out"/ 2>/dev/null || say "no truth measured"
 
 tests=$(($(left) - 260))
