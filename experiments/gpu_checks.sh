@@ -2,6 +2,7 @@
 # The GPU checks of a session on a lent GPU machine, in one call that fits its time:
 #
 #     bash experiments/gpu_checks.sh OUT [SECONDS]
+#     bash experiments/gpu_checks.sh OUT SECONDS BENCH_ARGUMENTS...   (a follow-up call)
 #
 # 1. installs the project (and the wheels of its dependencies carried in .whl/, where the
 #    machine has no package index), checks that CuPy sees a GPU;
@@ -55,6 +56,15 @@ bench() {  # bench_inputs.py on the gemm_cuda case with the remaining time less 
     say "bench_inputs: exit $?"
 }
 
+if [ $# -gt 2 ]; then
+    # a follow-up call: the truth measured before (experiments/results), then one bench_inputs
+    # run per seed with the arguments given after SECONDS (a seed's results survive a later
+    # seed running out of time), e.g. --samplers lhs,random,hvs --no-live-peers
+    cp experiments/results/bench_inputs_truth_gemm_cuda.csv "$results"/
+    for seed in 0 1 2; do
+        bench 20 --seeds "$seed" --tag "_s$seed" "${@:3}" || break
+    done
+else
 bench 200 --skip-project --no-live-peers --seeds 0-2 --tag _peers
 cp "$results"/bench_inputs_truth_gemm_cuda.csv "$out"/ 2>/dev/null || say "no truth measured"
 
@@ -73,9 +83,10 @@ seeds=$((($(left) - 40) / 80))
 if [ "$seeds" -ge 1 ]; then
     bench 25 --seeds "0-$((seeds - 1))" --samplers default --no-live-peers
 fi
+fi
 
 find "$work/campaigns" -maxdepth 6 -type f \( -name '*.csv' -o -name '*.h' -o -name '*.json' \
-    -o -name '*.toml' -o -name '*.log' \) -size -4M 2>/dev/null \
+    -o -name '*.toml' -o -name '*.log' -o -name '*.sqlite' \) -size -4M 2>/dev/null \
     | sed "s|^$work/||" | tar czf "$results/campaigns.tgz" -C "$work" -T - 2>/dev/null
 tar czf "$out/gpu_checks.tgz" -C "$work" gpu_checks
 say "packed ($(du -sh "$out/gpu_checks.tgz" | cut -f1))"
