@@ -1,4 +1,4 @@
-"""A log-linear model of the objective on the inputs, fitted before the trees (decision 0036).
+"""A model of the objective on the inputs, fitted before the trees (decisions 0036, 0037).
 
 A kernel's time depends on its input sizes by orders of magnitude, roughly as a power law
 (``m n k`` for a matrix product), and on its configuration by a few percent to a few times.
@@ -6,9 +6,15 @@ Trees fitted on ``log(time)`` directly spend most of their splits on the sizes a
 configurations' effects from what is left in small leaves; at a budget of one or two
 measurements per input point, those effects are what the decisions compare. Fitting the
 inputs' trend first (a ridge regression on the logs of the positive numeric inputs, the raw
-value of the others, one-hot categorical inputs) leaves the trees the configurations and their
-interactions with the inputs. A linear model cannot memorise the configuration measured at
-one input point, as an inputs-only tree model would.
+value of the others, their squares and pairwise products, one-hot categorical inputs) leaves
+the trees the configurations and their interactions with the inputs. A smooth model cannot
+memorise the configuration measured at one input point, as an inputs-only tree model would.
+
+The second-order terms follow a trend that is no pure power law: a fixed cost (a GPU kernel's
+launch, a library call) flattens ``log(time)`` at small sizes and the work's power law takes
+over at large ones. A plane in the logs misplaces both ends, and the trees, which must then
+learn that bend per configuration from one or two measurements per size, rank the
+configurations at small sizes by it (decision 0037).
 """
 
 from __future__ import annotations
@@ -23,7 +29,8 @@ RIDGE = 1e-3
 
 
 class InputBaseline:
-    """Ridge regression of a target on some feature columns (the inputs').
+    """Ridge regression of a target on some feature columns (the inputs'), to second order in
+    the numeric ones.
 
     Args:
         columns: positions of the feature columns the baseline uses.
@@ -46,6 +53,9 @@ class InputBaseline:
             if c not in self.categorical and bool((features[:, c] > 0).all())
         ]
         self.levels_ = {c: np.unique(features[:, c]) for c in self.categorical}
+        # second-order terms of the centred numeric inputs: nearly uncorrelated with the
+        # first-order ones, so the ridge does not share a straight trend between them
+        self.centre_ = np.array([values.mean() for values in self._numeric(features)])
         design = self._design(features)
         self.mean_ = design.mean(axis=0)
         self.scale_ = design.std(axis=0)
@@ -56,16 +66,31 @@ class InputBaseline:
         self.intercept_ = float(target.mean())
         return self
 
+    def _numeric(self, features: np.ndarray) -> list[np.ndarray]:
+        """The numeric input columns, in the logs where positive in training."""
+        return [
+            np.log(np.maximum(features[:, c], np.finfo(np.float64).tiny))
+            if c in self.logs_
+            else features[:, c]
+            for c in self.columns
+            if c not in self.categorical
+        ]
+
     def _design(self, features: np.ndarray) -> np.ndarray:
         parts: list[np.ndarray] = []
-        for column in self.columns:
+        for column in self.categorical:
             values = features[:, column]
-            if column in self.categorical:
-                parts.extend((values == level).astype(np.float64) for level in self.levels_[column])
-            elif column in self.logs_:
-                parts.append(np.log(np.maximum(values, np.finfo(np.float64).tiny)))
-            else:
-                parts.append(values)
+            parts.extend((values == level).astype(np.float64) for level in self.levels_[column])
+        numeric = self._numeric(features)
+        parts += numeric
+        # their squares and pairwise products, centred (an older baseline has no centre_:
+        # first order only, as it was fitted)
+        centre = getattr(self, "centre_", None)
+        if centre is not None:
+            centred = [values - mid for values, mid in zip(numeric, centre, strict=True)]
+            parts += [
+                centred[i] * centred[j] for i in range(len(centred)) for j in range(i, len(centred))
+            ]
         if not parts:
             return np.zeros((len(features), 0))
         return np.column_stack(parts)

@@ -80,9 +80,10 @@ class BootstrapEnsemble(Surrogate):
         cache_dir: where the compiled engine is kept between runs (``None``: a folder of this
             process).
         baseline_features: positions of the input features: where given, an
-            :class:`~mlkaps_gpu.surrogate._baseline.InputBaseline` (a log-linear model of the
-            target on them) is fitted first, every member learns what it leaves, and every
-            prediction adds it back (decision 0036). Empty: the members learn the target.
+            :class:`~mlkaps_gpu.surrogate._baseline.InputBaseline` (a ridge regression of the
+            target on them, to second order in the logs) is fitted first, every member learns
+            what it leaves, and every prediction adds it back (decisions 0036, 0037). Empty:
+            the members learn the target.
 
     Attributes (after ``fit``):
         rounds_: the boosting rounds every member kept.

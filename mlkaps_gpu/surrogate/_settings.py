@@ -252,11 +252,12 @@ class SurrogateSettings(SettingsModel):
     input_baseline: bool = Field(
         default=True,
         description=(
-            "The decisions' and the sampler's ensemble first fits a log-linear model of the "
-            "objective on the inputs (the logs of positive numeric inputs, one-hot categorical "
-            "ones) and its trees learn what that leaves: the configurations' effects, not the "
-            "inputs' orders of magnitude (decision 0036). Only where an input is numeric: "
-            "categorical inputs alone are left to the trees."
+            "The decisions' and the sampler's ensemble first fits a smooth model of the "
+            "objective on the inputs (a ridge regression on the logs of positive numeric "
+            "inputs, their squares and pairwise products, one-hot categorical ones) and its "
+            "trees learn what that leaves: the configurations' effects, not the inputs' orders "
+            "of magnitude (decisions 0036, 0037). Only where an input is numeric: categorical "
+            "inputs alone are left to the trees."
         ),
     )
     params: dict[str, Any] = Field(

@@ -1,4 +1,4 @@
-"""The inputs' log-linear baseline of the ensemble (decision 0036)."""
+"""The inputs' baseline of the ensemble (decisions 0036, 0037)."""
 
 from __future__ import annotations
 
@@ -34,6 +34,26 @@ def test_the_baseline_is_a_power_law_of_the_positive_inputs_and_one_hot_categori
     # a column that is not positive everywhere is taken as it is, not logged
     signed = np.column_stack([np.linspace(-1, 1, 30)])
     assert InputBaseline([0]).fit(signed, 2.0 * signed[:, 0]).logs_ == []
+
+
+def test_the_baseline_follows_a_fixed_cost_that_bends_the_power_law():
+    """A launch-like fixed cost: log time flat at small sizes, the work's power law at large
+    ones. The second-order terms follow the bend that the best straight line in the logs
+    misses by much more; an input's pairwise products enter too (two numeric inputs)."""
+    rng = np.random.default_rng(0)
+    m = np.exp(rng.uniform(np.log(16), np.log(4096), 300))
+    n = np.exp(rng.uniform(np.log(16), np.log(4096), 300))
+    target = np.log(20e-6 + 1e-12 * m * m * n)
+    x = np.column_stack([m, n])
+    fitted = InputBaseline([0, 1]).fit(x, target).predict(x)
+    logs = np.column_stack([np.ones(300), np.log(m), np.log(n)])
+    plane = logs @ np.linalg.lstsq(logs, target, rcond=None)[0]
+    rms = lambda r: float(np.sqrt(np.mean(r**2)))  # noqa: E731
+    assert rms(fitted - target) < 0.4 * rms(plane - target)
+    # one input: the square alone; the fit of a pure power law stays exact
+    single = np.geomspace(10, 1000, 50)[:, None]
+    exact = InputBaseline([0]).fit(single, 3.0 * np.log(single[:, 0]))
+    np.testing.assert_allclose(exact.predict(single), 3.0 * np.log(single[:, 0]), atol=0.01)
 
 
 def test_members_learn_what_the_inputs_leave_and_predictions_add_it_back():
