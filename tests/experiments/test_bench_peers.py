@@ -4,6 +4,7 @@ the replay data tests skip when MLKAPS_GPU_DATA is unset."""
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 import json
 import math
@@ -407,8 +408,13 @@ def test_quick_run_of_the_peers(replay_data, tmp_path):
     table = pd.read_csv(tmp_path / "bench_peers_syr2k.csv", comment="#")
     assert tools.RANDOM in set(table["tool"])
     assert (table["fraction"].between(0, 1)).all()
-    assert set(table.loc[table["tool"] == "Optuna TPE", "seed"]) == {3}
-    assert (tmp_path / "bench_peers_syr2k.md").read_text().startswith("# bench_peers: syr2k")
+    report = (tmp_path / "bench_peers_syr2k.md").read_text()
+    assert report.startswith("# bench_peers: syr2k")
+    if importlib.util.find_spec("optuna") is not None:
+        assert set(table.loc[table["tool"] == "Optuna TPE", "seed"]) == {3}
+    else:  # the optional `bench` extra is absent: the peer is named, not scored
+        assert "Optuna TPE" not in set(table["tool"])
+        assert "| Optuna TPE | not installed |" in report
 
 
 TINY_CONFIG = """
