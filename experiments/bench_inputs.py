@@ -229,7 +229,7 @@ def run_replay_project(
     budget: int,
     seed: int,
     workdir: Path,
-    max_configs: int | None = None,
+    max_configs: int | str | None = None,
 ) -> np.ndarray:
     """A campaign on the replay configuration at budget B (``[trees] max_configs`` set where
     given); its header's answers."""
@@ -269,7 +269,7 @@ def bench_replay(
     workdir: Path,
     *,
     project: bool = True,
-    max_configs: int | None = None,
+    max_configs: int | str | None = None,
     pytorch_trees: Sequence[LearnedTree] = (),
 ) -> tuple[list[dict], dict[str, np.ndarray], Truth, list[str]]:
     """Rows of every tool at every share; per-point fractions (mean over seeds) at the largest
@@ -703,9 +703,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument(
         "--max-configs",
-        type=int,
+        type=lambda text: text if text in ("auto", "none") else int(text),
         default=None,
-        help="replay cases: also a project row with [trees] max_configs set to this",
+        help="replay cases: also a project row with [trees] max_configs set to this "
+        '(an integer, "auto" or "none")',
     )
     parser.add_argument(
         "--pytorch-tree",

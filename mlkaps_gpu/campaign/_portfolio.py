@@ -52,16 +52,7 @@ def limit_configurations(
     cost = score.pessimistic(pairs)
     valid = space.is_valid(pairs)
     cost = np.where(valid, cost, score.evidence.penalty).reshape(n_points, n_configs)
-    chosen = [int(np.argmin(cost.sum(axis=0)))]
-    best = cost[:, chosen[0]].copy()
-    while len(chosen) < limit:
-        gain = np.maximum(best[:, None] - cost, 0.0).sum(axis=0)
-        gain[chosen] = -1.0
-        pick = int(np.argmax(gain))
-        if gain[pick] <= 0:
-            break
-        chosen.append(pick)
-        best = np.minimum(best, cost[:, pick])
+    chosen = _greedy_portfolios(cost, limit)[-1]
     member = np.array(chosen)[np.argmin(cost[:, chosen], axis=1)]
     out = decisions.reset_index(drop=True).copy()
     replaced = configurations.iloc[member].reset_index(drop=True)
@@ -72,6 +63,83 @@ def limit_configurations(
     if changed.any():
         _refresh_estimates(out, changed, score)
     return out
+
+
+def portfolio_size(decisions: pd.DataFrame, score: EvidenceScore, space: Space) -> int:
+    """How many distinct configurations the evidence can tell apart: the portfolio size whose
+    decisions generalise best from one bootstrap replicate of the samples to another.
+
+    The ensemble's bootstrap members are models of other draws of the same measurements. For
+    each member in turn, portfolios of the decided configurations are chosen greedily (as in
+    :func:`limit_configurations`) on the mean of the other members' predictions, one size after
+    the other up to every decided configuration, and each point takes its member of best
+    prediction; the member left out then scores those choices (its prediction of the chosen
+    configuration against its own best one, mean over the grid points, model space). The size
+    returned is the smallest whose loss, averaged over the members left out, is within one
+    standard error of the least (the one-standard-error rule of CART's pruning). A
+    difference between configurations that only some draws of the noise show costs more on the
+    draws that do not show it than it gains: more configurations than the evidence resolves
+    lose on the member left out, and the trees no longer split on them.
+
+    Inputs that are all categorical (one GPU, one data file per value) keep every decided
+    configuration: each value has its own measurements, which the members' disagreement
+    would overrule (a replay of five values with five distinct measured optima, a few per
+    cent apart, is merged into one), and no tree generalises between their values.
+    """
+    design = space.design_names
+    decided = decisions[design].drop_duplicates().reset_index(drop=True)
+    n_configs = len(decided)
+    numeric = [n for n in space.input_names if space.parameters[n].kind in ("int", "float")]
+    if n_configs <= 1 or not numeric:
+        return n_configs
+    points = decisions[space.input_names].reset_index(drop=True)
+    n_points = len(points)
+    pairs = pd.concat(
+        [
+            points.iloc[np.repeat(np.arange(n_points), n_configs)].reset_index(drop=True),
+            decided.iloc[np.tile(np.arange(n_configs), n_points)].reset_index(drop=True),
+        ],
+        axis=1,
+    )[space.names]
+    members = score.evidence.sign * score.model.predict_members(score.feature_space.features(pairs))
+    blocked = ~space.is_valid(pairs) | score.evidence.failed(pairs)
+    members = np.where(blocked, score.evidence.penalty, members)
+    members = members.reshape(len(members), n_points, n_configs)
+    rows = np.arange(n_points)
+    loss = np.zeros((len(members), n_configs))
+    for out in range(len(members)):
+        chooser = np.delete(members, out, axis=0).mean(axis=0)
+        judge = members[out]
+        best = judge.min(axis=1)
+        portfolios = _greedy_portfolios(chooser, n_configs)
+        for size, chosen in enumerate(portfolios, start=1):
+            pick = np.array(chosen)[np.argmin(chooser[:, chosen], axis=1)]
+            loss[out, size - 1] = float(np.mean(judge[rows, pick] - best))
+        loss[out, len(portfolios) :] = loss[out, len(portfolios) - 1]
+    mean = loss.mean(axis=0)
+    least = int(np.argmin(mean))
+    error = loss[:, least].std(ddof=1) / np.sqrt(len(loss))
+    return int(np.flatnonzero(mean <= mean[least] + error)[0]) + 1
+
+
+def _greedy_portfolios(cost: np.ndarray, limit: int) -> list[list[int]]:
+    """The greedy portfolios of every size from 1 to ``limit`` on a points x configurations
+    cost: first the configuration of least summed cost, then each time the one that lowers the
+    sum over points of the portfolio's best cost the most; none larger once no configuration
+    lowers it."""
+    chosen = [int(np.argmin(cost.sum(axis=0)))]
+    best = cost[:, chosen[0]].copy()
+    portfolios = [list(chosen)]
+    while len(chosen) < limit:
+        gain = np.maximum(best[:, None] - cost, 0.0).sum(axis=0)
+        gain[chosen] = -1.0
+        pick = int(np.argmax(gain))
+        if gain[pick] <= 0:
+            break
+        chosen.append(pick)
+        best = np.minimum(best, cost[:, pick])
+        portfolios.append(list(chosen))
+    return portfolios
 
 
 def _refresh_estimates(out: pd.DataFrame, rows: np.ndarray, score: EvidenceScore) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -44,16 +44,18 @@ class TreesSettings(SettingsModel):
             "0.01 = one percentage point)."
         ),
     )
-    max_configs: int | None = Field(
+    max_configs: Annotated[int, Field(ge=1)] | Literal["auto", "none"] | None = Field(
         default=None,
-        ge=1,
         description=(
             "Most distinct configurations the header may return (a library that compiles "
-            "every configuration it can return: Triton kernels, C++ template instances); "
-            "chosen greedily to lose the least geometric-mean estimate over the grid. "
-            "Unset: no bound."
+            "every configuration it can return: Triton kernels, C++ template instances), "
+            "chosen greedily to lose the least geometric-mean estimate over the grid; `auto`: "
+            "as many as the evidence tells apart (the portfolio size whose choices hold best "
+            "from one bootstrap replicate of the samples to another: the trees then do not "
+            "split on differences within the noise; every one where the inputs are all "
+            "categorical); `none` or unset: every decided configuration."
         ),
-        json_schema_extra={"allowed": "a positive integer"},
+        json_schema_extra={"allowed": 'a positive integer, "auto" or "none"'},
     )
     prefix: str = Field(
         default="mlkaps",

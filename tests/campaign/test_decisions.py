@@ -17,7 +17,7 @@ from mlkaps_gpu.campaign._decisions import (
     EvidenceScore,
     decide,
 )
-from mlkaps_gpu.campaign._portfolio import limit_configurations
+from mlkaps_gpu.campaign._portfolio import limit_configurations, portfolio_size
 from mlkaps_gpu.space import Parameter, Space
 from mlkaps_gpu.surrogate import BootstrapEnsemble
 
@@ -326,6 +326,67 @@ def test_limit_configurations_keeps_the_portfolio_that_loses_least() -> None:
     assert limited["source"].tolist() == ["measured", "surrogate", "surrogate", "surrogate"]
     assert limit_configurations(decisions, score, sp, 4)["x"].tolist() == [1, 2, 3, 4]
     assert limit_configurations(decisions, score, sp, 1)["x"].tolist() == [5, 5, 5, 5]
+
+
+class Members(FixedModel):
+    """Bootstrap members' predictions (members x rows) given by a function of (n, x, member)."""
+
+    def __init__(self, value, count: int = 5) -> None:  # type: ignore[no-untyped-def]
+        super().__init__({}, sd=0.0)
+        self.value, self.count = value, count
+
+    def predict_members(self, features: np.ndarray) -> np.ndarray:
+        n, x = features[:, 0].astype(int), features[:, 1].astype(int)
+        return np.array(
+            [[self.value(a, b, j) for a, b in zip(n, x, strict=True)] for j in range(self.count)]
+        )
+
+
+def portfolio_case(value) -> int:  # type: ignore[no-untyped-def]
+    """:func:`portfolio_size` of 20 points decided among configurations 1 - 4."""
+    sp = Space(
+        [Parameter("n", "int", values=tuple(range(20)))],
+        [Parameter("x", "int", values=(1, 2, 3, 4))],
+    )
+    evidence = Evidence(samples([("a", 1, 1.0)]).drop(columns="gpu").assign(n=[0]), sp, "time")
+    score = EvidenceScore(evidence, Members(value), sp)
+    decisions = pd.DataFrame({"n": range(20), "x": [1 + n % 4 for n in range(20)]})
+    return portfolio_size(decisions, score, sp)
+
+
+def test_portfolio_size_keeps_the_differences_every_draw_shows() -> None:
+    """Configuration 1 is best below n = 10 and 2 above, by 30 %, in every member (with a
+    little noise on 3 and 4, which are never best): two configurations."""
+    rng = np.random.default_rng(0)
+    noise = rng.normal(0, 0.01, size=(5, 20, 5))
+
+    def value(n: int, x: int, j: int) -> float:
+        best = 1 if n < 10 else 2
+        return (0.0 if x == best else 0.3) + (0.3 if x > 2 else 0.0) + noise[j, n, x]
+
+    assert portfolio_case(value) == 2
+
+
+def test_portfolio_size_merges_what_only_some_draws_show() -> None:
+    """The four configurations are equal up to noise that differs from member to member (each
+    draw of the samples puts another one first at each point): one configuration, in most
+    draws of that noise (the rule is statistical: a lucky draw may keep two)."""
+    sizes = []
+    for seed in range(12):
+        noise = np.random.default_rng(seed).normal(0, 0.05, size=(5, 20, 5))
+        sizes.append(portfolio_case(lambda n, x, j, noise=noise: noise[j, n, x]))
+    assert sizes.count(1) >= 8, sizes
+
+
+def test_portfolio_size_keeps_every_configuration_of_categorical_inputs() -> None:
+    """Values of a categorical input have their own measurements: the same noise as above
+    merges nothing there."""
+    sp = space()
+    evidence = Evidence(samples([("a", 1, 1.0)]), sp, "time")
+    noise = np.random.default_rng(1).normal(0, 0.05, size=(5, 2, 11))
+    model = Members(lambda gpu, x, j: noise[j, gpu, x])
+    decisions = pd.DataFrame({"gpu": ["a", "b"], "x": [1, 2]})
+    assert portfolio_size(decisions, EvidenceScore(evidence, model, sp), sp) == 2
 
 
 def test_a_configuration_measured_slow_nearby_is_not_predicted_fast_here() -> None:

@@ -81,3 +81,20 @@ def test_the_summary_counts_the_runs_more_than_002_below_the_model_on_their_samp
     assert summary["runs > 0.02 below"].tolist() == [1]  # only 0.90 against 0.93
     assert np.isclose(summary["lowest gap"].iloc[0], -0.03)
     assert "| -0.0300 | 1 |" in replays.markdown(summary)
+
+
+def test_auto_ships_no_more_configurations_than_no_bound(tmp_path, monkeypatch):
+    """``[trees] max_configs = "auto"`` goes through a whole campaign: its decisions use at
+    most as many distinct configurations as the same campaign without a bound."""
+    problem = small_demo([32, 64, 128, 256])
+    cells = two_pass_truth(problem)
+    truth_csv = tmp_path / "truth.csv"
+    cells.to_csv(truth_csv, index=False)
+    monkeypatch.setitem(replays.PROBLEMS, "demo", lambda: problem)
+    counts = {}
+    for value in ("auto", "none"):
+        work = tmp_path / value
+        replays.run_case("demo", [1], [f'trees.max_configs="{value}"'], value, work, truth_csv)
+        optima = pd.read_csv(work / "time_pass0" / problem.name / "truth_replay_s1" / "optima.csv")
+        counts[value] = len(optima[["block", "order"]].drop_duplicates())
+    assert 1 <= counts["auto"] <= counts["none"]
