@@ -92,6 +92,7 @@ import numpy as np
 import pandas as pd
 from benchkit import inputs_noise as noise
 from benchkit import inputs_peers as peers
+from benchkit.configs import apply_override
 from benchkit.inputs_replay import header_choices, inductor_default
 from benchkit.inputs_report import markdown_tables, summarize_rows, write_figure
 from benchkit.inputs_truth import (
@@ -709,6 +710,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         '(an integer, "auto" or "none")',
     )
     parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="SECTION.KEY=VALUE",
+        help="measured cases: a configuration setting of every campaign of the project "
+        "(repeatable), e.g. trees.max_configs=auto",
+    )
+    parser.add_argument(
         "--pytorch-tree",
         type=Path,
         action="append",
@@ -821,6 +830,8 @@ def measured_job(
         problem = project.gemm_problem(2 if args.quick else 5, args.budget)
     if args.quick:  # a smoke run: small campaigns, the default sampler only
         problem.config["sampling"]["budget"] = min(problem.budget, 60)
+    for assignment in args.set:  # every campaign of the project (live and truth replay)
+        apply_override(problem.config, assignment)
     cells = load_or_measure_truth(
         problem, truth_path(case, args.quick, args.out), passes, args.remeasure_truth, argv
     )

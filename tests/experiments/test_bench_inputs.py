@@ -3,6 +3,7 @@ tables (no timing, no data), and a ``--quick`` run on a synthetic AutoHeuristic 
 
 from __future__ import annotations
 
+import argparse
 import gzip
 import json
 import math
@@ -557,3 +558,29 @@ def test_noise_floor_scores_each_pass_optimum_on_the_other():
         assert floor["worst"] == 0.5
     truth = project.truth_of(problem, cells)
     assert truth.optimum.tolist() == [1.0, 4.0]
+
+
+def test_set_reaches_every_campaign_of_a_measured_case(tmp_path, monkeypatch):
+    """``--set trees.max_configs=auto`` is in the problem's configuration that the live
+    campaigns and the truth replay copy."""
+    seen = {}
+
+    def measured(problem, cells, seeds, samplers, workdir, live_peers=False):
+        seen["config"] = problem.config
+        return [], {}, None, []
+
+    monkeypatch.setattr(bench, "load_or_measure_truth", lambda *args: pd.DataFrame())
+    monkeypatch.setattr(bench, "bench_measured", measured)
+    args = argparse.Namespace(
+        quick=False,
+        budget=None,
+        out=tmp_path,
+        remeasure_truth=False,
+        samplers="default",
+        skip_project=False,
+        live_peers=False,
+        set=["trees.max_configs=auto", "trees.max_depth=4"],
+    )
+    bench.measured_job("lu", args, [0], 2, tmp_path, [])
+    assert seen["config"]["trees"]["max_configs"] == "auto"
+    assert seen["config"]["trees"]["max_depth"] == 4
