@@ -69,6 +69,11 @@ ENUMERATED_PER_POINT = 64
 LOCAL_BANDWIDTH = 0.1
 
 
+def numeric_inputs(space: Space) -> list[str]:
+    """The space's inputs that take numeric values (``int`` or ``float``), in order."""
+    return [n for n in space.input_names if space.parameters[n].kind in ("int", "float")]
+
+
 def _relative_standard_error(raw: object, n_repeats: object) -> float:
     """Standard error of a measurement's mean relative to the mean, from its raw repeats."""
     try:
@@ -305,7 +310,7 @@ class EvidenceScore:
         parameter (categorical inputs: each value has its own measurements)."""
         correction = np.zeros(len(table))
         space = self.evidence.space
-        numeric = [n for n in space.input_names if space.parameters[n].kind in ("int", "float")]
+        numeric = numeric_inputs(space)
         measured = self.evidence.table
         if not numeric or measured.empty or not rows.any():
             return correction
@@ -521,7 +526,7 @@ def _neighbours(grid: pd.DataFrame, evidence: Evidence) -> tuple[np.ndarray, pd.
     inputs = space.input_names
     design_names = space.design_names
     empty = np.empty(0, dtype=np.int64), evidence.table[design_names].iloc[:0]
-    numeric = [n for n in inputs if space.parameters[n].kind in ("int", "float")]
+    numeric = numeric_inputs(space)
     if not numeric or evidence.table.empty:
         return empty
     best = evidence.table.sort_values("_f", kind="stable").drop_duplicates(inputs)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from mlkaps_gpu.campaign._decisions import EvidenceScore
+from mlkaps_gpu.campaign._decisions import EvidenceScore, numeric_inputs
 from mlkaps_gpu.space import Space
 
 #: Most configurations :func:`limit_configurations` chooses its portfolio from (the decided
@@ -42,13 +42,7 @@ def limit_configurations(
     configurations = configurations.reset_index(drop=True)
     points = decisions[space.input_names].reset_index(drop=True)
     n_points, n_configs = len(points), len(configurations)
-    pairs = pd.concat(
-        [
-            points.iloc[np.repeat(np.arange(n_points), n_configs)].reset_index(drop=True),
-            configurations.iloc[np.tile(np.arange(n_configs), n_points)].reset_index(drop=True),
-        ],
-        axis=1,
-    )[names]
+    pairs = _every_pair(points, configurations, names)
     cost = score.pessimistic(pairs)
     valid = space.is_valid(pairs)
     cost = np.where(valid, cost, score.evidence.penalty).reshape(n_points, n_configs)
@@ -89,18 +83,11 @@ def portfolio_size(decisions: pd.DataFrame, score: EvidenceScore, space: Space) 
     design = space.design_names
     decided = decisions[design].drop_duplicates().reset_index(drop=True)
     n_configs = len(decided)
-    numeric = [n for n in space.input_names if space.parameters[n].kind in ("int", "float")]
-    if n_configs <= 1 or not numeric:
+    if n_configs <= 1 or not numeric_inputs(space):
         return n_configs
     points = decisions[space.input_names].reset_index(drop=True)
     n_points = len(points)
-    pairs = pd.concat(
-        [
-            points.iloc[np.repeat(np.arange(n_points), n_configs)].reset_index(drop=True),
-            decided.iloc[np.tile(np.arange(n_configs), n_points)].reset_index(drop=True),
-        ],
-        axis=1,
-    )[space.names]
+    pairs = _every_pair(points, decided, space.names)
     members = score.evidence.sign * score.model.predict_members(score.feature_space.features(pairs))
     blocked = ~space.is_valid(pairs) | score.evidence.failed(pairs)
     members = np.where(blocked, score.evidence.penalty, members)
@@ -120,6 +107,21 @@ def portfolio_size(decisions: pd.DataFrame, score: EvidenceScore, space: Space) 
     least = int(np.argmin(mean))
     error = loss[:, least].std(ddof=1) / np.sqrt(len(loss))
     return int(np.flatnonzero(mean <= mean[least] + error)[0]) + 1
+
+
+def _every_pair(
+    points: pd.DataFrame, configurations: pd.DataFrame, names: list[str]
+) -> pd.DataFrame:
+    """Every (point, configuration) row, point-major: point ``i`` with configuration ``j`` at
+    row ``i * len(configurations) + j``."""
+    n_points, n_configs = len(points), len(configurations)
+    return pd.concat(
+        [
+            points.iloc[np.repeat(np.arange(n_points), n_configs)].reset_index(drop=True),
+            configurations.iloc[np.tile(np.arange(n_configs), n_points)].reset_index(drop=True),
+        ],
+        axis=1,
+    )[names]
 
 
 def _greedy_portfolios(cost: np.ndarray, limit: int) -> list[list[int]]:
