@@ -75,10 +75,14 @@ def portfolio_size(decisions: pd.DataFrame, score: EvidenceScore, space: Space) 
     draws that do not show it than it gains: more configurations than the evidence resolves
     lose on the member left out, and the trees no longer split on them.
 
+    A measured (point, configuration) cell enters every member as its measured mean plus its
+    standard error times a normal draw, not as the member's prediction: a difference the
+    measurements hold is kept where few points hold it (a noise-free replay, or one measured
+    optimum per value), and one within the measurements' noise is not.
+
     Inputs that are all categorical (one GPU, one data file per value) keep every decided
-    configuration: each value has its own measurements, which the members' disagreement
-    would overrule (a replay of five values with five distinct measured optima, a few per
-    cent apart, is merged into one), and no tree generalises between their values.
+    configuration: each value has its own measurements, and no tree generalises between their
+    values.
     """
     design = space.design_names
     decided = decisions[design].drop_duplicates().reset_index(drop=True)
@@ -89,6 +93,15 @@ def portfolio_size(decisions: pd.DataFrame, score: EvidenceScore, space: Space) 
     n_points = len(points)
     pairs = _every_pair(points, decided, space.names)
     members = score.evidence.sign * score.model.predict_members(score.feature_space.features(pairs))
+    # a measured cell is known in every draw up to its own noise: its mean plus its standard
+    # error times a draw per member, so that the members disagree on it only as much as the
+    # measurements do (fixed draws: the same campaign gives the same size)
+    found = score.evidence.match(pairs)
+    seen = found["_n"].to_numpy() > 0
+    if seen.any():
+        draws = np.random.default_rng(0).standard_normal(members.shape)[:, seen]
+        mean, error = found["_f"].to_numpy()[seen], found["_se"].to_numpy()[seen]
+        members[:, seen] = mean + error * draws
     blocked = ~space.is_valid(pairs) | score.evidence.failed(pairs)
     members = np.where(blocked, score.evidence.penalty, members)
     members = members.reshape(len(members), n_points, n_configs)

@@ -342,13 +342,17 @@ class Members(FixedModel):
         )
 
 
-def portfolio_case(value) -> int:  # type: ignore[no-untyped-def]
-    """:func:`portfolio_size` of 20 points decided among configurations 1 - 4."""
+def portfolio_case(value, measured: pd.DataFrame | None = None) -> int:  # type: ignore[no-untyped-def]
+    """:func:`portfolio_size` of 20 points decided among configurations 1 - 4, the members'
+    predictions given by ``value`` (n, x, member), the samples ``measured`` (default: one
+    cell that is never decided)."""
     sp = Space(
         [Parameter("n", "int", values=tuple(range(20)))],
-        [Parameter("x", "int", values=(1, 2, 3, 4))],
+        [Parameter("x", "int", values=(1, 2, 3, 4, 5))],
     )
-    evidence = Evidence(samples([("a", 1, 1.0)]).drop(columns="gpu").assign(n=[0]), sp, "time")
+    if measured is None:
+        measured = samples([("a", 5, 1.0)]).drop(columns="gpu").assign(n=[0])
+    evidence = Evidence(measured, sp, "time")
     score = EvidenceScore(evidence, Members(value), sp)
     decisions = pd.DataFrame({"n": range(20), "x": [1 + n % 4 for n in range(20)]})
     return portfolio_size(decisions, score, sp)
@@ -376,6 +380,30 @@ def test_portfolio_size_merges_what_only_some_draws_show() -> None:
         noise = np.random.default_rng(seed).normal(0, 0.05, size=(5, 20, 5))
         sizes.append(portfolio_case(lambda n, x, j, noise=noise: noise[j, n, x]))
     assert sizes.count(1) >= 8, sizes
+
+
+def every_cell_measured(time, spread: float) -> pd.DataFrame:  # type: ignore[no-untyped-def]
+    """Samples of configurations 1 - 4 at each of the 20 points, ``time(n, x)`` each, with
+    repeats ``spread`` apart."""
+    cells = [(n, x) for n in range(20) for x in range(1, 5)]
+    table = samples([("a", x, time(n, x)) for n, x in cells], spread)
+    return table.drop(columns="gpu").assign(n=[n for n, _ in cells])
+
+
+def test_portfolio_size_keeps_a_difference_the_measurements_show() -> None:
+    """Each point's decided configuration was measured 30 % faster than the three others
+    (repeats 1 % apart); the members' predictions are pure noise, as when the models of the
+    draws that left a point's cells out know nothing there: the four configurations stay."""
+    noise = np.random.default_rng(0).normal(0, 0.05, size=(5, 20, 6))
+    measured = every_cell_measured(lambda n, x: 1.0 if x == 1 + n % 4 else 1.3, 0.01)
+    assert portfolio_case(lambda n, x, j: noise[j, n, x], measured) == 4
+
+
+def test_portfolio_size_merges_measurements_within_their_noise() -> None:
+    """Every cell measured at the same mean, each with a standard error of about 5 %: the
+    measurements tell nothing apart, one configuration is enough."""
+    measured = every_cell_measured(lambda n, x: 1.0, 0.07)
+    assert portfolio_case(lambda n, x, j: 0.0, measured) == 1
 
 
 def test_portfolio_size_keeps_every_configuration_of_categorical_inputs() -> None:
