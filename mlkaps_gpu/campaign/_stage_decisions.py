@@ -70,6 +70,8 @@ class DecisionStage:
             centre members that learn from every row, its spread from the bootstrap members;
             decision 0023).
         training: what the ensemble learns from.
+        between_times: whether the measurements' standard errors include the variance between
+            times pooled from the cells measured more than once (``[sampling] noise_cells``).
     """
 
     def __init__(
@@ -79,11 +81,13 @@ class DecisionStage:
         *,
         ensemble: Callable[[], BootstrapEnsemble],
         training: TrainingSamples,
+        between_times: bool = False,
     ) -> None:
         self.context = context
         self.settings = settings
         self.ensemble = ensemble
         self.training = training
+        self.between_times = between_times
         self._score: tuple[int, EvidenceScore] | None = None
 
     @classmethod
@@ -94,6 +98,7 @@ class DecisionStage:
         *,
         surrogate: SurrogateSettings,
         training: TrainingSamples,
+        between_times: bool = False,
     ) -> DecisionStage:
         """The stage of ``[trees]``, its ensemble from ``[surrogate]``."""
 
@@ -107,7 +112,9 @@ class DecisionStage:
                 input_features=range(len(context.space.input_names)),
             )
 
-        return cls(context, settings, ensemble=ensemble, training=training)
+        return cls(
+            context, settings, ensemble=ensemble, training=training, between_times=between_times
+        )
 
     def run(self, optima: pd.DataFrame, *, surrogate: Surrogate | None = None) -> Decided:
         """Decide and fit. Without ``surrogate``: every grid point's decision from the
@@ -131,7 +138,11 @@ class DecisionStage:
         objective = context.objectives[0]
         valid = self.training.table()
         evidence = Evidence(
-            context.store.load(), context.space, objective, maximize=context.maximize
+            context.store.load(),
+            context.space,
+            objective,
+            maximize=context.maximize,
+            between_times=self.between_times,
         )
         model = self.ensemble()
         target = valid[objective].to_numpy(dtype=float)
