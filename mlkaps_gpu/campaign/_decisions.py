@@ -44,9 +44,6 @@ from mlkaps_gpu.surrogate import BootstrapEnsemble
 DECIDE_KAPPA = 0.5
 #: Smallest relative standard error assumed for a measurement (timer resolution, drift).
 NOISE_FLOOR = 0.005
-#: Fewest degrees of freedom (measurements beyond each cell's first) the variance between
-#: times is pooled from.
-MIN_NOISE_DOF = 4
 #: Most incumbents of other input points carried to a grid point as candidates.
 GLOBAL_CANDIDATES = 16
 #: Nearest measured input points whose best measured configuration is a candidate at a grid
@@ -90,19 +87,6 @@ def _relative_standard_error(raw: object, n_repeats: object) -> float:
     return max(NOISE_FLOOR, error)
 
 
-def between_times_variance(table: pd.DataFrame) -> float:
-    """The variance of one measurement between times (model space), pooled over the cells
-    measured more than once: their sample variance (``_s``, weighted by its degrees of
-    freedom) less the mean variance their repeats show (``_v``), at least 0; 0 with fewer than
-    :data:`MIN_NOISE_DOF` degrees of freedom."""
-    again = table[table["_n"] > 1]
-    dof = float((again["_n"] - 1).sum())
-    if dof < MIN_NOISE_DOF:
-        return 0.0
-    pooled = float(((again["_n"] - 1) * again["_s"]).sum() / dof)
-    return max(0.0, pooled - float(again["_v"].mean()))
-
-
 class Evidence:
     """Successful measurements of one objective, aggregated per configuration (inputs and
     design), in the model space: ``f = log(y)`` when every value is positive (``log_space``),
@@ -116,8 +100,6 @@ class Evidence:
         penalty: the signed model-space value a failed configuration counts as: the worst
             measured value plus the measured range (at least 1: ``e`` times slower in the log
             space), worse than anything measured.
-        between: the variance of one measurement between times, added to each measurement's
-            own (``between_times``: :func:`between_times_variance`; else 0).
     """
 
     def __init__(
@@ -127,7 +109,6 @@ class Evidence:
         objective: str,
         *,
         maximize: bool = False,
-        between_times: bool = False,
     ) -> None:
         self.space = space
         self.objective = objective
@@ -153,12 +134,8 @@ class Evidence:
             f, se = values, relative * np.abs(values)
         frame = ok[space.names].reset_index(drop=True).assign(_f=self.sign * f, _v=se**2, _n=1)
         grouped = frame.groupby(space.names, sort=False, dropna=False)
-        table = grouped.agg(
-            _f=("_f", "mean"), _v=("_v", "mean"), _n=("_n", "sum"), _s=("_f", "var")
-        )
-        self.between = between_times_variance(table) if between_times else 0.0
-        table["_se"] = np.sqrt((table["_v"] + self.between) / table["_n"])
-        table = table.drop(columns="_s")
+        table = grouped.agg(_f=("_f", "mean"), _v=("_v", "mean"), _n=("_n", "sum"))
+        table["_se"] = np.sqrt(table["_v"] / table["_n"])
         self.table = table.drop(columns="_v").reset_index()
         failed = samples.loc[~good, space.names].drop_duplicates()
         failed = failed.merge(self.table[space.names], on=space.names, how="left", indicator=True)

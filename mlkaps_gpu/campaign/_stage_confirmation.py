@@ -8,8 +8,6 @@ residual) measured again, the most surprising first, one batch a round (the best
 noisy measurements is the likeliest to be a lucky one); what is left goes to the answers' most
 promising unmeasured neighbours. Where the budget (or the rounds) ends before an answer was
 measured and its point has measurements, a configuration measured there ships instead.
-With ``[sampling] noise_cells``, a kernel measured live first has that many cells measured once
-drawn at random and measured again: the decisions pool the variance between times from them.
 """
 
 from __future__ import annotations
@@ -50,9 +48,6 @@ class ConfirmationStage:
         remeasure: measure again the answers measured once and surprisingly well (a kernel
             measured live; a replay gives the same value every time). It stops for good when a
             round of them measures exactly what it measured before (a deterministic kernel).
-        noise_cells: with ``remeasure``, cells measured once measured again first, drawn at
-            random, so that the decisions learn the noise between times (``[sampling]
-            noise_cells``).
     """
 
     def __init__(
@@ -64,7 +59,6 @@ class ConfirmationStage:
         batch_size: int,
         ship_measured: bool = True,
         remeasure: bool = False,
-        noise_cells: int = 0,
     ) -> None:
         self.context = context
         self.decisions = decisions
@@ -72,7 +66,6 @@ class ConfirmationStage:
         self.batch_size = int(batch_size)
         self.ship_measured = ship_measured
         self.remeasure = remeasure
-        self.noise_cells = int(noise_cells)
 
     @classmethod
     def from_settings(
@@ -94,7 +87,6 @@ class ConfirmationStage:
             batch_size=settings.batch_size,
             ship_measured=confirm_share > 0,
             remeasure=remeasure,
-            noise_cells=settings.noise_cells,
         )
 
     def run(self, optima: pd.DataFrame) -> tuple[pd.DataFrame, FittedSelector, dict[str, Any]]:
@@ -115,15 +107,6 @@ class ConfirmationStage:
         }
         remeasure = self.remeasure
         rounds = 0
-        noise = self._noise_rows(
-            min(self.budget - len(store), self.noise_cells if remeasure else 0)
-        )
-        if len(noise):
-            store.append(noise, *context.measure(noise))
-            spent["noise"] = len(noise)
-            decided = decisions.run(optima)
-            optima, fitted, score = decided.optima, decided.fitted, decided.score
-            assert score is not None
         while rounds < CONFIRM_ROUNDS and len(store) < self.budget:
             left = self.budget - len(store)
             answers = decisions.answers(fitted.selector, optima)
@@ -182,21 +165,6 @@ class ConfirmationStage:
         tie_break = rng.permutation(len(answers))
         order = np.lexsort((tie_break, -np.round(uncertainty, 6)))
         return answers.iloc[np.sort(order[:n])]
-
-    def _noise_rows(self, n: int) -> pd.DataFrame:
-        """Cells measured (successfully) once, drawn at random, as many as ``n`` less the
-        cells the store holds measured more than once (a resumed campaign draws no more):
-        measured again at another time, they show the variance between times."""
-        space = self.context.space
-        table = self.context.store.load()
-        ok = table.loc[table["status"] == "ok", space.names]
-        counts = ok.groupby(space.names, sort=False, dropna=False).size()
-        n -= int((counts > 1).sum())
-        once = counts[counts == 1].index.to_frame(index=False)[space.names]
-        if n <= 0 or len(once) == 0:
-            return once.iloc[:0]
-        pick = np.random.default_rng(len(table)).choice(len(once), min(n, len(once)), replace=False)
-        return once.iloc[np.sort(pick)].reset_index(drop=True)
 
     def _surprising(self, answers: pd.DataFrame, score: EvidenceScore) -> pd.DataFrame:
         """The distinct answers measured (successfully) exactly once that measured better than
@@ -297,8 +265,6 @@ class ConfirmationStage:
             },
             "regret_against_best_known": regret_summary(optima["header_regret"]),
         }
-        if "noise" in spent:
-            details["confirmation"]["noise_cells"] = spent["noise"]
         if len(optima) <= LISTED_POINTS:
             columns = [
                 *self.context.space.input_names,

@@ -70,8 +70,6 @@ class DecisionStage:
             centre members that learn from every row, its spread from the bootstrap members;
             decision 0023).
         training: what the ensemble learns from.
-        between_times: whether the measurements' standard errors include the variance between
-            times pooled from the cells measured more than once (``[sampling] noise_cells``).
     """
 
     def __init__(
@@ -81,13 +79,11 @@ class DecisionStage:
         *,
         ensemble: Callable[[], BootstrapEnsemble],
         training: TrainingSamples,
-        between_times: bool = False,
     ) -> None:
         self.context = context
         self.settings = settings
         self.ensemble = ensemble
         self.training = training
-        self.between_times = between_times
         self._score: tuple[int, EvidenceScore] | None = None
 
     @classmethod
@@ -98,7 +94,6 @@ class DecisionStage:
         *,
         surrogate: SurrogateSettings,
         training: TrainingSamples,
-        between_times: bool = False,
     ) -> DecisionStage:
         """The stage of ``[trees]``, its ensemble from ``[surrogate]``."""
 
@@ -112,9 +107,7 @@ class DecisionStage:
                 input_features=range(len(context.space.input_names)),
             )
 
-        return cls(
-            context, settings, ensemble=ensemble, training=training, between_times=between_times
-        )
+        return cls(context, settings, ensemble=ensemble, training=training)
 
     def run(self, optima: pd.DataFrame, *, surrogate: Surrogate | None = None) -> Decided:
         """Decide and fit. Without ``surrogate``: every grid point's decision from the
@@ -138,11 +131,7 @@ class DecisionStage:
         objective = context.objectives[0]
         valid = self.training.table()
         evidence = Evidence(
-            context.store.load(),
-            context.space,
-            objective,
-            maximize=context.maximize,
-            between_times=self.between_times,
+            context.store.load(), context.space, objective, maximize=context.maximize
         )
         model = self.ensemble()
         target = valid[objective].to_numpy(dtype=float)

@@ -193,7 +193,6 @@ class CampaignStages:
                 self.context(),
                 surrogate=self.config.surrogate,
                 training=self.training,
-                between_times=self.config.sampling.noise_cells > 0,
             )
         return self._decisions
 

@@ -18,8 +18,6 @@ SubSamplerName = Literal[SUB_SAMPLERS]  # type: ignore[valid-type]
 MAX_BUDGET = 10_000_000
 #: Most measurements one batch may hold (one executor call).
 MAX_BATCH_SIZE = 100_000
-#: Most cells the confirmation measures again to learn the noise between times.
-MAX_NOISE_CELLS = 10_000
 #: Keys read only by GA-Adaptive (``method = "ga_adaptive"``).
 GA_ADAPTIVE_KEYS = ("bootstrap", "eps_initial", "eps_final", "sub_sampler")
 #: Default batch size: this share of the budget (at least 1), so that model-based samplers
@@ -111,20 +109,6 @@ class SamplingSettings(SettingsModel):
             "unmeasured neighbours; where the reserve "
             "runs out before an answer was measured, a configuration measured at that point "
             "ships instead. Single objective only."
-        ),
-    )
-    noise_cells: int = Field(
-        default=0,
-        ge=0,
-        le=MAX_NOISE_CELLS,
-        description=(
-            "With a kernel measured live: cells measured once that the confirmation measures "
-            "again first, drawn at random from the confirmation reserve; the variance between "
-            "the measurements of every cell measured more than once, pooled, is added to each "
-            "measurement's standard error (the noise between one time and another, which the "
-            "repeats of one measurement do not show). Meant with `[trees] max_configs = "
-            '"auto"`, which then merges the configurations that this noise does not tell apart. '
-            "0: none, each measurement's error from its repeats alone."
         ),
     )
     fixed: dict[str, Scalar] = Field(

@@ -6,11 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from mlkaps_gpu.campaign import ConfirmationStage, StageContext
-from mlkaps_gpu.campaign._decisions import Evidence
 from tests.campaign.test_stages import (
     SPACE,
     FunctionExecutor,
@@ -96,63 +94,3 @@ def test_a_deterministic_kernel_is_measured_again_for_one_round_only(tmp_path: P
         spent["measured_answers"] + spent["remeasured_answers"] + spent["measured_neighbours"]
         == len(ctx.store) - stored
     )
-
-
-class NoisyExecutor(FunctionExecutor):
-    """:class:`FunctionExecutor` times a log-normal factor of sd 0.2 per run (a machine whose
-    measurements differ from one time to another far more than within one)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.rng = np.random.default_rng(0)
-
-    def _run(self, rows: pd.DataFrame) -> pd.DataFrame:
-        self.measured += len(rows)
-        times = true_time(rows) * np.exp(self.rng.normal(0.0, 0.2, len(rows)))
-        return pd.DataFrame({"time": times, "status": "ok"})
-
-
-def noise_stage(ctx: StageContext, *, remeasure: bool) -> ConfirmationStage:
-    stage = decisions(ctx)
-    stage.between_times = True
-    budget = len(ctx.store) + 10
-    return ConfirmationStage(
-        ctx, stage, budget=budget, batch_size=2, remeasure=remeasure, noise_cells=6
-    )
-
-
-def test_noise_cells_are_measured_again_first_and_give_the_noise_between_times(
-    tmp_path: Path,
-) -> None:
-    """Six cells measured once are measured again before the answers; their differences give
-    the decisions the variance between times (0.2**2 in the log, estimated from 6 pairs), added
-    to every measurement's standard error; a deterministic kernel gives none."""
-    ctx = context(tmp_path / "noisy", NoisyExecutor())
-    sample(ctx, 40)
-    optima = optima_of(ctx)
-    before = ctx.store.load()
-    stage = noise_stage(ctx, remeasure=True)
-    _, _, details = stage.run(optima)
-    assert details["confirmation"]["noise_cells"] == 6
-    after = ctx.store.load()
-    again = after.iloc[len(before) : len(before) + 6][SPACE.names]
-    assert len(again.merge(before[SPACE.names], on=SPACE.names)) == 6  # each measured before
-    evidence = stage.decisions.evidence_score().evidence
-    assert 0.2**2 / 4 < evidence.between < 0.2**2 * 4
-    twice = evidence.table[evidence.table["_n"] == 2]
-    assert (twice["_se"] >= np.sqrt(evidence.between / 2) - 1e-12).all()
-    assert Evidence(after, SPACE, "time").between == 0.0  # not asked for: the repeats alone
-
-    ctx = context(tmp_path / "exact", FunctionExecutor())
-    sample(ctx, 40)
-    stage = noise_stage(ctx, remeasure=True)
-    stage.run(optima_of(ctx))
-    assert stage.decisions.evidence_score().evidence.between == 0.0
-
-
-def test_a_replay_measures_no_noise_cells(tmp_path: Path) -> None:
-    """A replay gives the same value every time: no cell is measured again for the noise."""
-    ctx = context(tmp_path, NoisyExecutor())
-    sample(ctx, 40)
-    _, _, details = noise_stage(ctx, remeasure=False).run(optima_of(ctx))
-    assert "noise_cells" not in details["confirmation"]
