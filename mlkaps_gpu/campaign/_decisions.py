@@ -15,8 +15,10 @@ one, unless it is noisier than a slightly slower one; an unmeasured configuratio
 only when the model is confident it is better, which guards against the optimizer's curse (the
 argmin of a model over thousands of configurations is where the model errs low). A
 configuration that failed at a point's inputs (a run-time error, a timeout) and never succeeded
-there is never its decision while the point has another candidate, and scores worse than
-anything measured (``Evidence.penalty``), so that no tree leaf ships it there either.
+there, or that never ran there and that a classifier of the campaign's failed rows finds more
+likely than not to fail there (decision 0041), is never its decision while the point has another
+candidate, and scores worse than anything measured (``Evidence.penalty``), so that no tree leaf
+ships it there either.
 
 :class:`EvidenceScore` gives the trees the same pessimistic estimate as their score, so the
 regret a depth is judged by is measured where a configuration was measured, and
@@ -36,7 +38,7 @@ import numpy as np
 import pandas as pd
 
 from mlkaps_gpu.space import Space
-from mlkaps_gpu.surrogate import BootstrapEnsemble
+from mlkaps_gpu.surrogate import BootstrapEnsemble, FailureClassifier
 
 #: Weight of the uncertainty in the pessimistic estimate ``mean + kappa * uncertainty``
 #: (0.5 since decision 0024: with the centre members' estimate of decision 0023, 1.0 kept
@@ -213,6 +215,9 @@ class EvidenceScore:
         model_error: the model's error on rows it did not learn from (out-of-bag root mean
             square residual, model space; :func:`out_of_bag_error`), added in quadrature to the
             members' spread at ``strict`` points.
+        failures: a classifier of the campaign's failed rows (on ``feature_space``'s
+            features): a configuration never run at a point that it finds more likely than not
+            to fail there is ruled out like one that failed there (decision 0041).
     """
 
     def __init__(
@@ -224,8 +229,10 @@ class EvidenceScore:
         kappa: float = DECIDE_KAPPA,
         strict: pd.DataFrame | None = None,
         model_error: float = 0.0,
+        failures: FailureClassifier | None = None,
     ) -> None:
         self.evidence = evidence
+        self.failures = failures
         self.model = model
         self.feature_space = feature_space
         self.kappa = kappa
@@ -255,6 +262,7 @@ class EvidenceScore:
             kappa=self.kappa,
             strict=strict,
             model_error=self.model_error,
+            failures=self.failures,
         )
 
     def estimate(
@@ -263,12 +271,13 @@ class EvidenceScore:
         """Signed model-space estimate, its uncertainty, whether each row was measured and
         whether it is ruled out: the measurement and its standard error where there is one,
         ``Evidence.penalty`` (no uncertainty; ruled out) where the configuration only ever
-        failed there, else the ensemble's mean and spread (with :attr:`model_error` added in
-        quadrature at ``strict`` points). (Not a precision-weighted
-        blend: the members' spread is no calibrated error of the model at one configuration,
-        and a blend let a smooth model pull a measured 5 % better configuration back to its
-        neighbours' level.) The last table's answer is kept: deciding the same candidates
-        again (the optimization stage, then the trees stage) predicts them once."""
+        failed there or, never run there, is likely to fail (:meth:`ruled_out`), else the
+        ensemble's mean and spread (with :attr:`model_error` added in quadrature at ``strict``
+        points). (Not a precision-weighted blend: the members' spread is no calibrated error of
+        the model at one configuration, and a blend let a smooth model pull a measured 5 %
+        better configuration back to its neighbours' level.) The last table's answer is kept:
+        deciding the same candidates again (the optimization stage, then the trees stage)
+        predicts them once."""
         rows = table.reset_index(drop=True)
         key = repr(list(rows.columns)).encode() + (
             pd.util.hash_pandas_object(rows, index=False).to_numpy().tobytes()
@@ -288,7 +297,7 @@ class EvidenceScore:
         sd = np.maximum(sd, 1e-12)
         found = self.evidence.match(table)
         seen = found["_n"].to_numpy() > 0
-        out = found["_failed"].to_numpy()
+        out = self._ruled_out(table, found)
         if self.strict is not None and len(self.strict):
             inputs = self.evidence.space.input_names
             rows = table[inputs].reset_index(drop=True)
@@ -299,6 +308,22 @@ class EvidenceScore:
         mean = np.where(out, self.evidence.penalty, mean)
         sd = np.where(out, 0.0, sd)
         return np.where(seen, found["_f"], mean), np.where(seen, found["_se"], sd), seen, out
+
+    def ruled_out(self, table: pd.DataFrame) -> np.ndarray:
+        """Per row of ``table``: whether the configuration is ruled out at those inputs: it
+        failed every time it ran there, or it never ran there and the failure classifier finds
+        it more likely than not to fail (a resource limit the campaign met at other points: an
+        objective model of successful runs alone predicts such a configuration as fast as its
+        neighbours)."""
+        return self._ruled_out(table, self.evidence.match(table))
+
+    def _ruled_out(self, table: pd.DataFrame, found: pd.DataFrame) -> np.ndarray:
+        out = found["_failed"].to_numpy(dtype=bool).copy()
+        unseen = (found["_n"].to_numpy() == 0) & ~out
+        if self.failures is not None and unseen.any():
+            rows = table.reset_index(drop=True).loc[unseen, self.feature_space.names]
+            out[unseen] = self.failures.likely(self.feature_space.features(rows))
+        return out
 
     def _local_residual(self, table: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
         """Per row of ``table`` (0 where ``rows`` is False): the model's residual (measured

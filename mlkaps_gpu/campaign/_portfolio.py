@@ -102,7 +102,7 @@ def portfolio_size(decisions: pd.DataFrame, score: EvidenceScore, space: Space) 
         draws = np.random.default_rng(0).standard_normal(members.shape)[:, seen]
         mean, error = found["_f"].to_numpy()[seen], found["_se"].to_numpy()[seen]
         members[:, seen] = mean + error * draws
-    blocked = ~space.is_valid(pairs) | score.evidence.failed(pairs)
+    blocked = ~space.is_valid(pairs) | score.ruled_out(pairs)
     members = np.where(blocked, score.evidence.penalty, members)
     members = members.reshape(len(members), n_points, n_configs)
     rows = np.arange(n_points)

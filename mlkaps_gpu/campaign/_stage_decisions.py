@@ -27,6 +27,7 @@ from mlkaps_gpu.campaign._stage_modeling import TrainingSamples
 from mlkaps_gpu.surrogate import (
     DEFAULT_MEMBERS,
     BootstrapEnsemble,
+    FailureClassifier,
     Surrogate,
     SurrogateSettings,
 )
@@ -122,24 +123,30 @@ class DecisionStage:
 
     def evidence_score(self) -> EvidenceScore:
         """Measurements and the ensemble fitted on every training sample (the transferred ones
-        included), for the primary objective; fitted again only once measurements were added
-        (the store only grows)."""
+        included), for the primary objective, and a classifier of this campaign's failed rows
+        (where it has at least two failed and two successful ones); fitted again only once
+        measurements were added (the store only grows)."""
         context = self.context
         count = len(context.store)
         if self._score is not None and self._score[0] == count:
             return self._score[1]
         objective = context.objectives[0]
         valid = self.training.table()
-        evidence = Evidence(
-            context.store.load(), context.space, objective, maximize=context.maximize
-        )
+        samples = context.store.load()
+        evidence = Evidence(samples, context.space, objective, maximize=context.maximize)
         model = self.ensemble()
         target = valid[objective].to_numpy(dtype=float)
         model.log_target = evidence.log_space
         features = context.space.features(valid)
         model.fit(features, target)
         error = out_of_bag_error(model, features, target)
-        score = EvidenceScore(evidence, model, context.space, model_error=error)
+        succeeded = (samples["status"] == "ok").to_numpy() & np.isfinite(
+            pd.to_numeric(samples[objective], errors="coerce").to_numpy(dtype=float)
+        )
+        failures = FailureClassifier.fit_if_informative(
+            context.space.features(samples[context.space.names]), ~succeeded, seed=context.seed
+        )
+        score = EvidenceScore(evidence, model, context.space, model_error=error, failures=failures)
         self._score = (count, score)
         return score
 

@@ -3,7 +3,7 @@ that the Bayesian sampler and the Bayesian search strategy share."""
 
 from mlkaps_gpu.surrogate._base import Surrogate
 from mlkaps_gpu.surrogate._ensemble import DEFAULT_MEMBERS, BootstrapEnsemble
-from mlkaps_gpu.surrogate._failures import FailureClassifier
+from mlkaps_gpu.surrogate._failures import FAILURE_LIMIT, FailureClassifier
 from mlkaps_gpu.surrogate._gaussian_process import (
     ACQUISITIONS,
     Acquisition,
@@ -20,6 +20,7 @@ from mlkaps_gpu.surrogate._settings import (
 )
 
 __all__ = [
+    "FAILURE_LIMIT",
     "MAX_N_ESTIMATORS",
     "SurrogateSettings",
     "check_lightgbm_params",

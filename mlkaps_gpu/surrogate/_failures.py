@@ -16,6 +16,9 @@ import numpy as np
 
 #: Fewest failed and fewest successful rows a classifier is fitted on.
 MIN_ROWS_PER_CLASS = 2
+#: A configuration more likely than this to fail is treated as failing where it was never run:
+#: exploitation does not propose it, and the decisions rule it out (decision 0041).
+FAILURE_LIMIT = 0.5
 
 
 class FailureClassifier:
@@ -56,3 +59,8 @@ class FailureClassifier:
             return np.zeros(0)
         both = np.asarray(self._model.predict_proba(np.asarray(features, dtype=np.float64)))
         return both[:, 1]
+
+    def likely(self, features: np.ndarray) -> np.ndarray:
+        """Whether each row of ``features`` is more likely than :data:`FAILURE_LIMIT` to
+        fail."""
+        return self.probability(features) > FAILURE_LIMIT

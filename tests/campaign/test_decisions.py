@@ -443,3 +443,43 @@ def test_a_configuration_measured_slow_nearby_is_not_predicted_fast_here() -> No
     mean, _, _, _ = score.estimate(pd.DataFrame({"n": [1000, 20], "x": [4, 4]}))
     assert np.exp(mean[0]) > 1.5  # 0.9 x (2.0 / 0.9) x weight close to 1
     assert np.exp(mean[1]) == pytest.approx(0.9)
+
+
+def test_a_configuration_likely_to_fail_where_it_never_ran_is_ruled_out() -> None:
+    """Configurations 8 - 10 fail at every n >= 11 they ran at (a resource limit) and are the
+    fastest where they succeed: a model of the successes alone predicts 9 fastest everywhere.
+    At n = 15, where 9 never ran, the failure classifier rules it out (decision 0041); at
+    n = 3, where the large ones succeed, 9 stays the decision."""
+    from mlkaps_gpu.surrogate import FailureClassifier
+
+    sp = Space(
+        [Parameter("n", "int", values=tuple(range(1, 21)))],
+        [Parameter("x", "int", values=tuple(range(1, 11)))],
+    )
+    ok = [(n, x, 0.5 if x >= 8 else 1.0 + 0.1 * x) for n in range(1, 11) for x in (2, 8, 10)]
+    ok += [(n, x, 1.0 + 0.1 * x) for n in range(11, 21) for x in (2, 5)]
+    store = samples([("a", x, t) for _, x, t in ok]).drop(columns="gpu")
+    store.insert(0, "n", [n for n, _, _ in ok])
+    failed = pd.DataFrame(
+        [(n, x) for n in (11, 12, 14, 16, 17, 19, 20) for x in (8, 10)], columns=["n", "x"]
+    ).assign(time=np.nan, status="runtime_error", n_repeats=0, raw_times="[]")
+    store = pd.concat([store, failed], ignore_index=True)
+    evidence = Evidence(store, sp, "time")
+    model = FixedModel({x: (np.log(0.4) if x == 9 else 0.1 * x) for x in range(1, 11)}, sd=0.01)
+    classifier = FailureClassifier.fit_if_informative(
+        sp.features(store[sp.names]), (store["status"] != "ok").to_numpy()
+    )
+    assert classifier is not None
+    blind = EvidenceScore(evidence, model, sp)
+    aware = EvidenceScore(evidence, model, sp, failures=classifier)
+    point = pd.DataFrame({"n": [15], "x": [9], "predicted_time": [0.4], "n_valid": [10]})
+    assert decide(point, blind, sp, "time")["x"].iloc[0] == 9
+    decided = decide(point, aware, sp, "time")
+    assert decided["x"].iloc[0] == 1  # the fastest the model predicts of those that run
+    small = pd.DataFrame({"n": [3], "x": [9], "predicted_time": [0.4], "n_valid": [10]})
+    assert decide(small, aware, sp, "time")["x"].iloc[0] == 9
+    table = pd.DataFrame({"n": [15, 15, 3, 12], "x": [9, 2, 9, 8]})
+    # measured there: a success is never ruled out, a failure always is
+    assert aware.ruled_out(table).tolist() == [True, False, False, True]
+    assert blind.ruled_out(table).tolist() == [False, False, False, True]
+    assert aware.only_measured_at(point).failures is classifier
