@@ -45,16 +45,17 @@ class TreesSettings(SettingsModel):
         ),
     )
     max_configs: Annotated[int, Field(ge=1)] | Literal["auto", "none"] | None = Field(
-        default=None,
+        default="auto",
         description=(
             "Most distinct configurations the header may return (a library that compiles "
             "every configuration it can return: Triton kernels, C++ template instances), "
-            "chosen greedily to lose the least geometric-mean estimate over the grid; `auto`: "
-            "as many as the evidence tells apart (the portfolio size whose choices hold best "
-            "from one bootstrap replicate of the samples to another, each replicate holding "
-            "the measured cells at their measured value within its standard error: the trees "
-            "then do not split on differences within the noise; every one where the inputs "
-            "are all categorical); `none` or unset: every decided configuration."
+            "chosen greedily to lose the least geometric-mean estimate over the grid; `auto` "
+            "(the default, decision 0042): as many as the evidence tells apart (the portfolio "
+            "size whose choices hold best from one bootstrap replicate of the samples to "
+            "another, each replicate holding the measured cells at their measured value "
+            "within its standard error: the trees then do not split on differences within "
+            "the noise; every one where the inputs are all categorical); `none`: every "
+            "decided configuration."
         ),
         json_schema_extra={"allowed": 'a positive integer, "auto" or "none"'},
     )
