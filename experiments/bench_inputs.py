@@ -27,8 +27,11 @@ Cases:
 Truth of the measured cases (``demo``, ``lu``, ``gemm``, ``gemm_cuda``): every valid cell timed
 with the project's own executor (the one a campaign of the same configuration times with; the
 demo's with ``repeats = 7``, the cffi executor with 7 timed runs after one warm-up, the CuPy
-executor with its own 10 timed launches after 2 warm-ups), in ``--passes`` passes
-over all cells in shuffled order, a cell's value in a pass the median of the runs. It is cached
+executor with its own 10 timed launches after 2 warm-ups), in ``--passes`` passes (5 by
+default: on a shared machine a slow moment adds time to a tenth of a pass's cells or more, and a
+cell scored on too few passes is scored slow where the kernel is not;
+``results/epyc_5pass/README.md``) over all cells in shuffled order, a cell's value in a pass
+the median of the runs. It is cached
 in ``results/bench_inputs_truth_<case>.csv`` with its provenance (``--remeasure-truth`` redoes
 it); the optimum of each pass scored on each other is printed as the noise floor. Every row is
 scored on the minimum over the passes after the first (interference only adds time), and the
@@ -678,7 +681,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--seeds", default="0-4")
     parser.add_argument("--shares", default="1,2,5,10", help="percent of the cells (replay cases)")
-    parser.add_argument("--passes", type=int, default=2, help="truth passes (measured cases)")
+    parser.add_argument(
+        "--passes", type=int, default=5, help="truth passes (measured cases; at least 2)"
+    )
     parser.add_argument(
         "--budget", type=int, default=None, help="the lu / gemm / gemm_cuda campaign's budget"
     )
