@@ -193,3 +193,58 @@ def test_a_pair_of_values_hardly_tried_is_tried_where_it_is_valid() -> None:
     assert not ((alone["tile"] == 1024) & (alone["order"] == "b")).any()
     with pytest.raises(ValueError, match="pair_coverage"):
         ExploitSettings(pair_coverage=-1)
+
+
+def proposals_at_the_end(edge_coverage: int) -> pd.DataFrame:
+    """Exploitation where order "b" is 1.2 times slower than "a" everywhere but at the range's
+    end n = 256, where it is 3 times faster (a power-of-two stride), and the measurements hold
+    "b" only inside the range."""
+    from mlkaps_gpu.sampling import Exploiter
+    from mlkaps_gpu.surrogate import BootstrapEnsemble
+
+    space = Space(
+        [Parameter("n", "int", low=16, high=256, log=True)],
+        [
+            Parameter("tile", "int", values=(4, 8, 16, 32, 64)),
+            Parameter("order", "categorical", values=("a", "b")),
+        ],
+    )
+    rng = np.random.default_rng(0)
+    inside = pd.DataFrame(
+        {
+            "n": rng.integers(16, 250, 60),
+            "tile": rng.choice([4, 8, 16, 32, 64], 60),
+            "order": rng.choice(["a", "b"], 60),
+        }
+    )
+    end = pd.DataFrame({"n": 256, "tile": [4, 16], "order": "a"})
+    rows = pd.concat([inside, end], ignore_index=True).drop_duplicates(ignore_index=True)
+    fast = (rows["n"] == 256) & (rows["order"] == "b")
+    slow = (rows["n"] < 256) & (rows["order"] == "b")
+    time = rows["n"].to_numpy() * np.where(fast, 1 / 3, np.where(slow, 1.2, 1.0))
+    measured = rows.assign(time=time)
+    model = BootstrapEnsemble(seed=0).fit(space.features(measured), measured["time"].to_numpy())
+    exploiter = Exploiter(space, settings=ExploitSettings(edge_coverage=edge_coverage))
+    points = pd.DataFrame({"n": [40, 100, 256]})
+    return exploiter.propose(
+        model,
+        measured,
+        points,
+        np.full(len(points), 2),
+        space.key(rows),
+        np.random.default_rng(1),
+        spread=True,
+    )
+
+
+def test_a_design_value_never_tried_at_an_end_of_the_range_is_tried_there() -> None:
+    """Where inputs take many values, a point at an end of a numeric input's range gives its
+    second pick to a design value that fewer than ``edge_coverage`` rows there hold: the trees
+    carry the interior out to the end and would never try "b" at n = 256 (decision 0043)."""
+    covered = proposals_at_the_end(1)
+    at_end = covered[covered["n"] == 256]
+    assert len(at_end) == 2 and (at_end["order"] == "b").any()
+    plain = proposals_at_the_end(0)
+    assert not ((plain["n"] == 256) & (plain["order"] == "b")).any()
+    with pytest.raises(ValueError, match="edge_coverage"):
+        ExploitSettings(edge_coverage=-1)
