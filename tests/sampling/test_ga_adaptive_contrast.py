@@ -137,8 +137,6 @@ def proposals_with_coverage(
     """Exploitation on inputs of many values where tile 1024 is valid only for n >= 1024 and
     the measurements hold it ``tried_large`` times, with order "a" (the rest never tried it;
     every other tile is measured with each of ``orders``)."""
-    from mlkaps_gpu.sampling import Exploiter
-    from mlkaps_gpu.surrogate import BootstrapEnsemble
 
     space = Space(
         [Parameter("n", "int", low=16, high=4096, log=True)],
@@ -155,16 +153,26 @@ def proposals_with_coverage(
     large = pd.DataFrame({"n": [2048, 4096, 1024, 3000][:tried_large], "tile": 1024, "order": "a"})
     rows = pd.concat([rows, large], ignore_index=True).drop_duplicates(ignore_index=True)
     measured = rows.assign(time=measure(rows)["time"].to_numpy())
-    model = BootstrapEnsemble(seed=0).fit(space.features(measured), measured["time"].to_numpy())
     settings = ExploitSettings(coverage=coverage, pair_coverage=pair_coverage)
-    exploiter = Exploiter(space, settings=settings)
     points = pd.DataFrame({"n": np.round(np.geomspace(20, 4000, 12)).astype(int)})
-    return exploiter.propose(
+    return spread_proposals(space, measured, points, settings)
+
+
+def spread_proposals(
+    space: Space, measured: pd.DataFrame, points: pd.DataFrame, settings: ExploitSettings
+) -> pd.DataFrame:
+    """Two proposals at each of ``points``, where inputs take many values (``spread``), from
+    an ensemble fitted on ``measured`` (every row of it seen)."""
+    from mlkaps_gpu.sampling import Exploiter
+    from mlkaps_gpu.surrogate import BootstrapEnsemble
+
+    model = BootstrapEnsemble(seed=0).fit(space.features(measured), measured["time"].to_numpy())
+    return Exploiter(space, settings=settings).propose(
         model,
         measured,
         points,
         np.full(len(points), 2),
-        space.key(rows),
+        space.key(measured[space.names]),
         np.random.default_rng(1),
         spread=True,
     )
@@ -199,8 +207,6 @@ def proposals_at_the_end(edge_coverage: int) -> pd.DataFrame:
     """Exploitation where order "b" is 1.2 times slower than "a" everywhere but at the range's
     end n = 256, where it is 3 times faster (a power-of-two stride), and the measurements hold
     "b" only inside the range."""
-    from mlkaps_gpu.sampling import Exploiter
-    from mlkaps_gpu.surrogate import BootstrapEnsemble
 
     space = Space(
         [Parameter("n", "int", low=16, high=256, log=True)],
@@ -223,18 +229,8 @@ def proposals_at_the_end(edge_coverage: int) -> pd.DataFrame:
     slow = (rows["n"] < 256) & (rows["order"] == "b")
     time = rows["n"].to_numpy() * np.where(fast, 1 / 3, np.where(slow, 1.2, 1.0))
     measured = rows.assign(time=time)
-    model = BootstrapEnsemble(seed=0).fit(space.features(measured), measured["time"].to_numpy())
-    exploiter = Exploiter(space, settings=ExploitSettings(edge_coverage=edge_coverage))
     points = pd.DataFrame({"n": [40, 100, 256]})
-    return exploiter.propose(
-        model,
-        measured,
-        points,
-        np.full(len(points), 2),
-        space.key(rows),
-        np.random.default_rng(1),
-        spread=True,
-    )
+    return spread_proposals(space, measured, points, ExploitSettings(edge_coverage=edge_coverage))
 
 
 def test_a_design_value_never_tried_at_an_end_of_the_range_is_tried_there() -> None:
