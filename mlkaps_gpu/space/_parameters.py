@@ -115,6 +115,17 @@ class Parameter:
             self.kind
         ]
 
+    def bounds(self) -> tuple[float, float] | None:
+        """``(low, high)`` of a numeric parameter: its range, or the first and last of its
+        value list; None for categorical and bool parameters."""
+        if self.kind in ("categorical", "bool"):
+            return None
+        if self.values is not None:
+            domain = self._domain.astype(np.float64)
+            return float(domain.min()), float(domain.max())
+        assert self.low is not None and self.high is not None
+        return float(self.low), float(self.high)
+
     def domain_values(self) -> np.ndarray:
         """The finite ordered values this parameter takes as a design parameter."""
         return self._domain

@@ -40,13 +40,7 @@ _BLOCK = 1 << 20
 
 def clamp_bounds(parameter: Parameter) -> tuple[float, float] | None:
     """``(low, high)`` an input is clamped to, or None (categorical and bool inputs)."""
-    if parameter.kind in ("categorical", "bool"):
-        return None
-    domain = parameter.domain_values().astype(np.float64)
-    if parameter.values is not None:
-        return float(domain.min()), float(domain.max())
-    assert parameter.low is not None and parameter.high is not None
-    return float(parameter.low), float(parameter.high)
+    return parameter.bounds()
 
 
 def clamp_column(parameter: Parameter, values: np.ndarray) -> np.ndarray:
