@@ -15,8 +15,9 @@ one, unless it is noisier than a slightly slower one; an unmeasured configuratio
 only when the model is confident it is better, which guards against the optimizer's curse (the
 argmin of a model over thousands of configurations is where the model errs low). A
 configuration that failed at a point's inputs (a run-time error, a timeout) and never succeeded
-there, or that never ran there and that a classifier of the campaign's failed rows finds more
-likely than not to fail there (decision 0041), is never its decision while the point has another
+there, or that never ran there and either failed wherever it ran with the point's categorical
+inputs (decision 0044) or is found more likely than not to fail there by a classifier of the
+campaign's failed rows (decision 0041), is never its decision while the point has another
 candidate, and scores worse than anything measured (``Evidence.penalty``), so that no tree leaf
 ships it there either.
 
@@ -76,6 +77,12 @@ def numeric_inputs(space: Space) -> list[str]:
     return [n for n in space.input_names if space.parameters[n].kind in ("int", "float")]
 
 
+def _categorical_inputs(space: Space) -> list[str]:
+    """The space's inputs that are not numeric, in order."""
+    numeric = set(numeric_inputs(space))
+    return [n for n in space.input_names if n not in numeric]
+
+
 def _relative_standard_error(raw: object, n_repeats: object) -> float:
     """Standard error of a measurement's mean relative to the mean, from its raw repeats."""
     try:
@@ -98,6 +105,8 @@ class Evidence:
         table: one row per measured configuration: its columns, ``_f`` (signed mean of ``f``),
             ``_se`` (standard error of ``_f``) and ``_n`` (measurements).
         failed_table: the configurations (inputs and design) that failed every time they ran.
+        failed_wherever_run: the designs, with values of the categorical inputs, that failed at
+            every input point they ran at with those values (never a success there).
         log_space: whether ``f`` is the log.
         penalty: the signed model-space value a failed configuration counts as: the worst
             measured value plus the measured range (at least 1: ``e`` times slower in the log
@@ -143,6 +152,16 @@ class Evidence:
         failed = failed.merge(self.table[space.names], on=space.names, how="left", indicator=True)
         self.failed_table = failed.loc[failed["_merge"] == "left_only", space.names]
         self.failed_table = self.failed_table.reset_index(drop=True)
+        # configurations that failed at every input point they ran at, per value of the
+        # categorical inputs: likely to fail where they never ran (decision 0044)
+        self._group = [*space.design_names, *_categorical_inputs(space)]
+        failed_groups = self.failed_table[self._group].drop_duplicates()
+        failed_groups = failed_groups.merge(
+            self.table[self._group].drop_duplicates(), on=self._group, how="left", indicator=True
+        )
+        self.failed_wherever_run = failed_groups.loc[
+            failed_groups["_merge"] == "left_only", self._group
+        ].reset_index(drop=True)
         # measured and failed configurations, matched against any table in one merge
         self._known = pd.concat(
             [self.table.assign(_failed=False), self.failed_table.assign(_failed=True)],
@@ -178,6 +197,16 @@ class Evidence:
         (NaN, NaN, 0 where the configuration was never measured)."""
         found = self.match(table)
         return found["_f"].to_numpy(), found["_se"].to_numpy(), found["_n"].to_numpy()
+
+    def fails_wherever_run(self, table: pd.DataFrame) -> np.ndarray:
+        """Per row: whether its configuration ran at least once with the row's values of the
+        categorical inputs and failed at every input point it ran at with them
+        (:attr:`failed_wherever_run`)."""
+        if self.failed_wherever_run.empty or table.empty:
+            return np.zeros(len(table), dtype=bool)
+        keys = table[self._group].reset_index(drop=True)
+        merged = keys.merge(self.failed_wherever_run.assign(_hit=True), on=self._group, how="left")
+        return merged["_hit"].fillna(False).to_numpy(dtype=bool)
 
     def failed(self, table: pd.DataFrame) -> np.ndarray:
         """Per row: whether the configuration failed at those inputs every time it ran."""
@@ -311,18 +340,23 @@ class EvidenceScore:
 
     def ruled_out(self, table: pd.DataFrame) -> np.ndarray:
         """Per row of ``table``: whether the configuration is ruled out at those inputs: it
-        failed every time it ran there, or it never ran there and the failure classifier finds
-        it more likely than not to fail (a resource limit the campaign met at other points: an
-        objective model of successful runs alone predicts such a configuration as fast as its
-        neighbours)."""
+        failed every time it ran there, or it never ran there and either failed at every point
+        it ran at with the same categorical inputs (decision 0044) or the failure classifier
+        finds it more likely than not to fail (a resource limit the campaign met at other
+        points: an objective model of successful runs alone predicts such a configuration as
+        fast as its neighbours)."""
         return self._ruled_out(table, self.evidence.match(table))
 
     def _ruled_out(self, table: pd.DataFrame, found: pd.DataFrame) -> np.ndarray:
         out = found["_failed"].to_numpy(dtype=bool).copy()
         unseen = (found["_n"].to_numpy() == 0) & ~out
-        if self.failures is not None and unseen.any():
-            rows = table.reset_index(drop=True).loc[unseen, self.feature_space.names]
-            out[unseen] = self.failures.likely(self.feature_space.features(rows))
+        if not unseen.any():
+            return out
+        rows = table.reset_index(drop=True).loc[unseen]
+        out[unseen] = self.evidence.fails_wherever_run(rows)
+        if self.failures is not None:
+            features = self.feature_space.features(rows[self.feature_space.names])
+            out[unseen] |= self.failures.likely(features)
         return out
 
     def _local_residual(self, table: pd.DataFrame, rows: np.ndarray) -> np.ndarray:

@@ -51,7 +51,7 @@ class FixedModel(BootstrapEnsemble):
         self.sd = sd
 
     def predict_log(self, features: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        x = features[:, 1].astype(int)
+        x = features[:, -1].astype(int)  # the design parameter, last
         mean = np.array([self.mean_by_x[int(v)] for v in x])
         return mean, np.full(len(x), self.sd)
 
@@ -278,7 +278,7 @@ def test_neighbours_best_measured_configurations_are_candidates() -> None:
 
     class ByX(FixedModel):
         def predict_log(self, features: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            x = features[:, 1].astype(int)
+            x = features[:, -1].astype(int)  # the design parameter, last
             return np.where(x == 7, np.log(0.25), 0.0), np.full(len(x), 0.01)
 
     model = ByX({}, sd=0.01)
@@ -432,7 +432,7 @@ def test_a_configuration_measured_slow_nearby_is_not_predicted_fast_here() -> No
 
     class Flat(FixedModel):
         def predict_log(self, features: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            x = features[:, 1].astype(int)
+            x = features[:, -1].astype(int)  # the design parameter, last
             return np.where(x == 4, np.log(0.9), 0.0), np.full(len(x), 0.01)
 
     score = EvidenceScore(evidence, Flat({}, sd=0.01), sp)
@@ -483,3 +483,43 @@ def test_a_configuration_likely_to_fail_where_it_never_ran_is_ruled_out() -> Non
     assert aware.ruled_out(table).tolist() == [True, False, False, True]
     assert blind.ruled_out(table).tolist() == [False, False, False, True]
     assert aware.only_measured_at(point).failures is classifier
+
+
+def test_a_configuration_that_failed_wherever_it_ran_with_a_categorical_value_is_ruled_out() -> (
+    None
+):
+    """Configuration 9 is the fastest on GPU "a" and failed at both sizes it ran at on GPU
+    "b" (a resource limit that depends on the GPU alone): at a size of "b" where it never ran
+    it is ruled out, with or without a failure classifier (decision 0044); on "a" it stays
+    the decision. Configuration 8 failed at one size of "b" and succeeded at another there:
+    a failure that depends on the size, left to the classifier."""
+    sp = Space(
+        [
+            Parameter("gpu", "categorical", values=GPUS),
+            Parameter("n", "int", values=tuple(range(1, 21))),
+        ],
+        [Parameter("x", "int", values=tuple(range(1, 11)))],
+    )
+    ok = [("a", n, x, 0.5 if x == 9 else 1.0 + 0.1 * x) for n in range(1, 21, 2) for x in (2, 9)]
+    ok += [("b", n, x, 1.0 + 0.1 * x) for n in range(1, 21, 2) for x in (2, 5)]
+    ok += [("b", 3, 8, 0.7)]
+    store = samples([(gpu, x, t) for gpu, _, x, t in ok])
+    store.insert(1, "n", [n for _, n, _, _ in ok])
+    failed = pd.DataFrame(
+        [("b", 4, 9), ("b", 16, 9), ("b", 5, 8)], columns=["gpu", "n", "x"]
+    ).assign(time=np.nan, status="runtime_error", n_repeats=0, raw_times="[]")
+    store = pd.concat([store, failed], ignore_index=True)
+    evidence = Evidence(store, sp, "time")
+    assert evidence.failed_wherever_run.to_dict("records") == [{"x": 9, "gpu": "b"}]
+    fast = {8: np.log(0.55), 9: np.log(0.5)}
+    model = FixedModel({x: fast.get(x, 0.1 * x) for x in range(1, 11)}, 0.01)
+    score = EvidenceScore(evidence, model, sp)
+    table = pd.DataFrame(
+        {"gpu": ["b", "b", "a", "b", "b"], "n": [10, 4, 10, 10, 3], "x": [9, 9, 9, 8, 8]}
+    )
+    assert score.ruled_out(table).tolist() == [True, True, False, False, False]
+    points = pd.DataFrame(
+        {"gpu": ["b", "a"], "n": [10, 10], "x": [9, 9], "predicted_time": [0.4, 0.4]}
+    )
+    decided = decide(points.assign(n_valid=10), score, sp, "time")
+    assert decided["x"].tolist() == [8, 9]  # on "b": the fastest predicted of those that run
