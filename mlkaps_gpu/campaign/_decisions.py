@@ -83,6 +83,13 @@ def _categorical_inputs(space: Space) -> list[str]:
     return [n for n in space.input_names if n not in numeric]
 
 
+def _never_in(rows: pd.DataFrame, other: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    """The distinct ``columns`` values of ``rows`` that no row of ``other`` holds."""
+    distinct, known = rows[columns].drop_duplicates(), other[columns].drop_duplicates()
+    merged = distinct.merge(known, on=columns, how="left", indicator=True)
+    return merged.loc[merged["_merge"] == "left_only", columns].reset_index(drop=True)
+
+
 def _relative_standard_error(raw: object, n_repeats: object) -> float:
     """Standard error of a measurement's mean relative to the mean, from its raw repeats."""
     try:
@@ -148,20 +155,11 @@ class Evidence:
         table = grouped.agg(_f=("_f", "mean"), _v=("_v", "mean"), _n=("_n", "sum"))
         table["_se"] = np.sqrt(table["_v"] / table["_n"])
         self.table = table.drop(columns="_v").reset_index()
-        failed = samples.loc[~good, space.names].drop_duplicates()
-        failed = failed.merge(self.table[space.names], on=space.names, how="left", indicator=True)
-        self.failed_table = failed.loc[failed["_merge"] == "left_only", space.names]
-        self.failed_table = self.failed_table.reset_index(drop=True)
+        self.failed_table = _never_in(samples.loc[~good], self.table, space.names)
         # configurations that failed at every input point they ran at, per value of the
         # categorical inputs: likely to fail where they never ran (decision 0044)
         self._group = [*space.design_names, *_categorical_inputs(space)]
-        failed_groups = self.failed_table[self._group].drop_duplicates()
-        failed_groups = failed_groups.merge(
-            self.table[self._group].drop_duplicates(), on=self._group, how="left", indicator=True
-        )
-        self.failed_wherever_run = failed_groups.loc[
-            failed_groups["_merge"] == "left_only", self._group
-        ].reset_index(drop=True)
+        self.failed_wherever_run = _never_in(self.failed_table, self.table, self._group)
         # measured and failed configurations, matched against any table in one merge
         self._known = pd.concat(
             [self.table.assign(_failed=False), self.failed_table.assign(_failed=True)],
