@@ -43,9 +43,12 @@ def limit_configurations(
     points = decisions[space.input_names].reset_index(drop=True)
     n_points, n_configs = len(points), len(configurations)
     pairs = _every_pair(points, configurations, names)
-    cost = score.pessimistic(pairs)
+    # only valid pairs are estimated (a table replay lists a few of its choices per point)
     valid = space.is_valid(pairs)
-    cost = np.where(valid, cost, score.evidence.penalty).reshape(n_points, n_configs)
+    cost = np.full(len(pairs), score.evidence.penalty, dtype=np.float64)
+    if valid.any():
+        cost[valid] = score.pessimistic(pairs[valid])
+    cost = cost.reshape(n_points, n_configs)
     chosen = _greedy_portfolios(cost, limit)[-1]
     member = np.array(chosen)[np.argmin(cost[:, chosen], axis=1)]
     out = decisions.reset_index(drop=True).copy()
@@ -92,7 +95,16 @@ def portfolio_size(decisions: pd.DataFrame, score: EvidenceScore, space: Space) 
     points = decisions[space.input_names].reset_index(drop=True)
     n_points = len(points)
     pairs = _every_pair(points, decided, space.names)
-    members = score.evidence.sign * score.model.predict_members(score.feature_space.features(pairs))
+    valid = space.is_valid(pairs)
+    if not valid.any():
+        return n_configs
+    listed = pairs[valid]
+    # only valid pairs are predicted (a table replay lists a few of its choices per point)
+    predicted = score.evidence.sign * score.model.predict_members(
+        score.feature_space.features(listed)
+    )
+    members = np.full((len(predicted), len(pairs)), score.evidence.penalty, dtype=np.float64)
+    members[:, valid] = predicted
     # a measured cell is known in every draw up to its own noise: its mean plus its standard
     # error times a draw per member, so that the members disagree on it only as much as the
     # measurements do (fixed draws: the same campaign gives the same size)
@@ -102,7 +114,8 @@ def portfolio_size(decisions: pd.DataFrame, score: EvidenceScore, space: Space) 
         draws = np.random.default_rng(0).standard_normal(members.shape)[:, seen]
         mean, error = found["_f"].to_numpy()[seen], found["_se"].to_numpy()[seen]
         members[:, seen] = mean + error * draws
-    blocked = ~space.is_valid(pairs) | score.ruled_out(pairs)
+    blocked = ~valid
+    blocked[valid] = score.ruled_out(listed)
     members = np.where(blocked, score.evidence.penalty, members)
     members = members.reshape(len(members), n_points, n_configs)
     rows = np.arange(n_points)
