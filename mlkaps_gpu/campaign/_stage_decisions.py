@@ -24,6 +24,7 @@ from mlkaps_gpu.campaign._decisions import (
 from mlkaps_gpu.campaign._portfolio import limit_configurations, portfolio_size
 from mlkaps_gpu.campaign._stage_context import StageContext
 from mlkaps_gpu.campaign._stage_modeling import TrainingSamples
+from mlkaps_gpu.kernels import available_cores
 from mlkaps_gpu.surrogate import (
     DEFAULT_MEMBERS,
     BootstrapEnsemble,
@@ -106,6 +107,7 @@ class DecisionStage:
                 center=DEFAULT_MEMBERS,
                 max_rounds=DECISION_MAX_ROUNDS,
                 input_features=range(len(context.space.input_names)),
+                threads=available_cores(),  # no measurement runs while it predicts
             )
 
         return cls(context, settings, ensemble=ensemble, training=training)

@@ -79,6 +79,9 @@ class BootstrapEnsemble(Surrogate):
             from the first prediction of 1,000 rows or more.
         cache_dir: where the compiled engine is kept between runs (``None``: a folder of this
             process).
+        threads: row chunks each compiled member predicts at once (the engine releases the
+            GIL; the same numbers). 1 where predictions may run beside measurements
+            (GA-Adaptive's model); the decisions, which never do, use every core.
         baseline_features: positions of the input features: where given, an
             :class:`~mlkaps_gpu.surrogate._baseline.InputBaseline` (a ridge regression of the
             target on them, to second order in the logs) is fitted first, every member learns
@@ -102,6 +105,7 @@ class BootstrapEnsemble(Surrogate):
         center: int = 0,
         max_rounds: int | None = None,
         input_features: Sequence[int] = (),
+        threads: int = 1,
     ) -> BootstrapEnsemble:
         """The bootstrapped ensemble a campaign decides with (GA-Adaptive's model, the
         decisions, the trees' score): its own size, ``[surrogate] log_target``, the members'
@@ -119,6 +123,7 @@ class BootstrapEnsemble(Surrogate):
             max_rounds=max_rounds,
             params=settings.params,
             baseline_features=input_features if settings.input_baseline and numeric else (),
+            threads=threads,
         )
 
     def __init__(
@@ -136,6 +141,7 @@ class BootstrapEnsemble(Surrogate):
         engine: Engine = "auto",
         cache_dir: str | Path | None = None,
         baseline_features: Sequence[int] = (),
+        threads: int = 1,
     ) -> None:
         if members < 2:
             raise ValueError(f"an ensemble needs at least 2 members, got {members}")
@@ -143,6 +149,8 @@ class BootstrapEnsemble(Surrogate):
             raise ValueError(f"center must be 0 or more, got {center}")
         if max_rounds is not None and max_rounds < 1:
             raise ValueError(f"max_rounds must be 1 or more, got {max_rounds}")
+        if threads < 1:
+            raise ValueError(f"threads must be 1 or more, got {threads}")
         if engine not in ENGINES:
             raise ValueError(f"unknown prediction engine '{engine}' (allowed: {ENGINES})")
         self.engine = engine
@@ -157,6 +165,7 @@ class BootstrapEnsemble(Surrogate):
         self.max_rounds = max_rounds
         self.params = dict(params or {})
         self.baseline_features = [int(c) for c in baseline_features]
+        self.threads = int(threads)
 
     def _fit(self, features: np.ndarray, target: np.ndarray) -> None:
         if self.log_target:
@@ -268,7 +277,9 @@ class BootstrapEnsemble(Surrogate):
         features = np.asarray(features, dtype=np.float64)
         compiled = self._compiled_members(boosters, len(features), center=center)
         if compiled:
-            return np.vstack([member.predict(features) for member in compiled])
+            return np.vstack(
+                [member.predict(features, threads=self.threads) for member in compiled]
+            )
         return np.vstack([b.predict(features, num_threads=1) for b in boosters])
 
     def _compiled_members(
