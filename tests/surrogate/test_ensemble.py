@@ -113,9 +113,9 @@ def test_threads_predict_the_same_numbers() -> None:
     one thread (8,192 rows: four chunks of the engine's smallest)."""
     train, test = uniform(300, 4), uniform(8192, 6)
     one = BootstrapEnsemble(members=3, seed=2, center=2, engine="compiled").fit(train, bowl(train))
-    four = BootstrapEnsemble(
-        members=3, seed=2, center=2, engine="compiled", threads=4
-    ).fit(train, bowl(train))
+    four = BootstrapEnsemble(members=3, seed=2, center=2, engine="compiled", threads=4).fit(
+        train, bowl(train)
+    )
     np.testing.assert_array_equal(one.predict_members(test), four.predict_members(test))
     np.testing.assert_array_equal(one.predict_log(test)[0], four.predict_log(test)[0])
     with pytest.raises(ValueError, match="threads"):
