@@ -45,7 +45,7 @@ def limit_configurations(
     pairs = _every_pair(points, configurations, names)
     # only valid pairs are estimated (a table replay lists a few of its choices per point)
     valid = space.is_valid(pairs)
-    cost = np.full(len(pairs), score.evidence.penalty, dtype=np.float64)
+    cost: np.ndarray = np.full(len(pairs), score.evidence.penalty, dtype=np.float64)
     if valid.any():
         cost[valid] = score.pessimistic(pairs[valid])
     cost = cost.reshape(n_points, n_configs)
@@ -103,7 +103,9 @@ def portfolio_size(decisions: pd.DataFrame, score: EvidenceScore, space: Space) 
     predicted = score.evidence.sign * score.model.predict_members(
         score.feature_space.features(listed)
     )
-    members = np.full((len(predicted), len(pairs)), score.evidence.penalty, dtype=np.float64)
+    members: np.ndarray = np.full(
+        (len(predicted), len(pairs)), score.evidence.penalty, dtype=np.float64
+    )
     members[:, valid] = predicted
     # a measured cell is known in every draw up to its own noise: its mean plus its standard
     # error times a draw per member, so that the members disagree on it only as much as the
