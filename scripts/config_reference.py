@@ -157,7 +157,9 @@ TABLE_REPLAY = [
     "mean), the raw times are stored, and a cell is a failure only when every repeat failed;",
     "* only listed (input point, configuration) rows are sampled, by every method; the grid is "
     "the recorded input points, each decided among its listed configurations only (an unlisted "
-    "one is invalid there, as a failed one is a failure);",
+    "one is invalid there, as a failed one is a failure, and the trees score it there as no "
+    "better than the slowest listed configuration that runs, as the benchmarks score such an "
+    "answer: decision 0045);",
     "* at a shape the data does not hold, the header clamps each numeric input into its range "
     "and returns its tree leaf's configuration, one it shipped at some recorded shape, checked "
     "against the `constraints` only: the per-shape lists are not in the header, so whether the "

@@ -266,6 +266,7 @@ class EvidenceScore:
         self.strict = strict
         self.model_error = float(model_error) if np.isfinite(model_error) else 0.0
         self._last: tuple[bytes, tuple[np.ndarray, ...]] | None = None
+        self._slowest: pd.DataFrame | None = None  # per input point: _slowest_listed
 
     def only_measured_at(self, points: pd.DataFrame) -> EvidenceScore:
         """The same estimates, except that at those of ``points`` (input rows) where at least
@@ -300,9 +301,13 @@ class EvidenceScore:
         ``Evidence.penalty`` (no uncertainty; ruled out) where the configuration only ever
         failed there or, never run there, is likely to fail (:meth:`ruled_out`), else the
         ensemble's mean and spread (with :attr:`model_error` added in quadrature at ``strict``
-        points). (Not a precision-weighted blend: the members' spread is no calibrated error of
-        the model at one configuration, and a blend let a smooth model pull a measured 5 %
-        better configuration back to its neighbours' level.) The last table's answer is kept:
+        points). A configuration a table replay does not list at a recorded point (invalid
+        there: the decisions never take it) is no better than the slowest listed there that is
+        not ruled out, with no uncertainty (decision 0045: so the trees weigh an answer the
+        data would score as that point's slowest). (Not a precision-weighted blend: the
+        members' spread is no calibrated error of the model at one configuration, and a blend
+        let a smooth model pull a measured 5 % better configuration back to its neighbours'
+        level.) The last table's answer is kept:
         deciding the same candidates again (the optimization stage, then the trees stage)
         predicts them once."""
         rows = table.reset_index(drop=True)
@@ -334,7 +339,52 @@ class EvidenceScore:
         mean = mean + self._local_residual(table, ~seen & ~out)
         mean = np.where(out, self.evidence.penalty, mean)
         sd = np.where(out, 0.0, sd)
+        unlisted = self._unlisted(table)
+        if unlisted.any():  # decision 0045
+            slowest = self._slowest_listed(table[unlisted])
+            pessimistic = mean[unlisted] + self.kappa * sd[unlisted]
+            mean[unlisted] = np.maximum(pessimistic, slowest)
+            sd[unlisted] = 0.0
         return np.where(seen, found["_f"], mean), np.where(seen, found["_se"], sd), seen, out
+
+    def _unlisted(self, table: pd.DataFrame) -> np.ndarray:
+        """Per row of ``table``: whether a table replay does not list its configuration at its
+        recorded input point (all False without listed rows, and off the recorded points)."""
+        space = self.evidence.space
+        listed = space.listed_rows
+        if listed is None or not len(table):
+            return np.zeros(len(table), dtype=bool)
+        columns = {name: table[name].to_numpy() for name in listed.names}
+        recorded = listed.point_ids(columns, len(table)) >= 0
+        return recorded & ~space.is_valid(table)
+
+    def _slowest_listed(self, table: pd.DataFrame) -> np.ndarray:
+        """Per row of ``table``: the largest pessimistic estimate among the configurations
+        listed at its input point and not ruled out there (``Evidence.penalty`` where none is),
+        computed once per input point."""
+        space = self.evidence.space
+        inputs = space.input_names
+        points = table[inputs].reset_index(drop=True)
+        cache = self._slowest
+        if cache is None:
+            cache = points.iloc[:0].assign(_slowest=np.zeros(0))
+        known = points.merge(cache, on=inputs, how="left")["_slowest"].to_numpy(dtype=float)
+        missing = points[np.isnan(known)].drop_duplicates().reset_index(drop=True)
+        if len(missing):
+            slowest = np.full(len(missing), self.evidence.penalty, dtype=np.float64)
+            found = space.listed_design_codes(missing)
+            if found is not None and len(found[0]):
+                owners, codes = found
+                rows = space.assemble(missing.iloc[owners], codes)
+                mean, sd, _, out = self._estimate(rows)
+                usable = ~out  # the slowest that runs: a failed one scores the penalty
+                worst = pd.Series((mean + self.kappa * sd)[usable]).groupby(owners[usable]).max()
+                slowest[worst.index.to_numpy()] = worst.to_numpy()
+            self._slowest = cache = pd.concat(
+                [cache, missing.assign(_slowest=slowest)], ignore_index=True
+            )
+            known = points.merge(cache, on=inputs, how="left")["_slowest"].to_numpy(dtype=float)
+        return known
 
     def ruled_out(self, table: pd.DataFrame) -> np.ndarray:
         """Per row of ``table``: whether the configuration is ruled out at those inputs: it

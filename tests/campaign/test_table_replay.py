@@ -127,6 +127,36 @@ def test_space_judges_unlisted_rows_invalid(tmp_path: Path, table_file: Path) ->
     campaign.close()
 
 
+def test_an_unlisted_configuration_is_no_better_than_the_slowest_listed(
+    tmp_path: Path, table_file: Path
+) -> None:
+    """Decision 0045: the trees' score of a configuration a recorded shape does not list is at
+    least that of the slowest configuration listed there (how the benchmarks score such an
+    answer), without uncertainty; listed ones keep their estimates."""
+    campaign = make_campaign(tmp_path, config_text(table_file, budget=40))
+    campaign.sample()
+    score = campaign.evidence_score()
+    space = campaign.space
+    listed = campaign.setup.executor.listed_rows()
+    shapes = listed[["m", "n", "dtype"]].drop_duplicates().head(6)
+    everything = shapes.merge(
+        pd.DataFrame([(b, w) for b in BLOCKS for w in WARPS], columns=["block", "warps"]),
+        how="cross",
+    )[space.names]
+    valid = space.is_valid(everything)
+    assert valid.any() and not valid.all()
+    mean, uncertainty, _, out = score.estimate(everything)
+    pessimistic = score.pessimistic(everything)
+    point = everything.groupby(["m", "n", "dtype"], sort=False).ngroup().to_numpy()
+    for at in np.unique(point):
+        mine = point == at
+        slowest = pessimistic[mine & valid & ~out].max()
+        assert np.all(pessimistic[mine & ~valid] >= slowest - 1e-12)
+    assert np.all(uncertainty[~valid] == 0.0)
+    assert np.all(uncertainty[valid & ~out] > 0.0)
+    campaign.close()
+
+
 @pytest.mark.compiler
 def test_table_campaign_end_to_end_and_select(
     tmp_path: Path, table_file: Path, capsys: pytest.CaptureFixture[str]
