@@ -18,6 +18,11 @@ Beside each header, the LightGBM argmin fitted on the same campaign's stored sam
 ``bench_inputs.py``: 5 model seeds, their geomeans averaged) says what a plain model makes of
 the same measurements (issue 39, Done when 1 (b): the header never more than 0.02 below it).
 
+With ``--peers``, ``bench_inputs.py``'s budgeted peers (random cells + LightGBM, autotune +
+nearest, Helion-style, best single configuration from B cells) draw the campaign's budget of
+cells from the same table pass, seeded by the run's seed, and are scored on the same passes:
+the header against each, paired by run, out of sample.
+
 Prints a table (per case and label: mean ± sd of the runs' geomeans, the lowest run, the
 worst point, the points below 0.67, and the header's difference to the model on its own
 samples: mean, lowest, runs more than 0.02 below); ``--out`` writes the per-run rows (CSV)
@@ -42,6 +47,8 @@ from benchkit.inputs_truth import point_fractions, summarize_fractions
 from benchkit.provenance import header, provenance
 
 RESULTS = Path(__file__).resolve().parent / "results"
+#: column prefix of a budgeted peer's geomean in the per-run rows (``--peers``)
+PEER = "peer: "
 PROBLEMS = {
     "demo": lambda: project.demo_problem(64),
     "lu": lambda: project.lu_problem(10),
@@ -57,6 +64,7 @@ def run_case(
     label: str,
     workdir: Path,
     truth_csv: Path | None = None,
+    with_peers: bool = False,
 ) -> pd.DataFrame:
     """One row per (pass, seed): the header's scores at every point of the case's truth."""
     problem = PROBLEMS[case]()
@@ -66,7 +74,7 @@ def run_case(
         raise SystemExit(f"{case}: the truth has {len(passes)} pass; out of sample needs two")
     rows = []
     for table_pass in passes:
-        _, truth, _ = project.table_and_scoring(problem, cells, table_pass)
+        table, truth, _ = project.table_and_scoring(problem, cells, table_pass)
         for seed in seeds:
             result = project.run_truth_replay(
                 problem,
@@ -91,6 +99,13 @@ def run_case(
                     for model in range(MODEL_SEEDS)
                 ]
             )
+            drawn = (
+                peers.peer_answers(
+                    table, problem.budget, np.random.default_rng([seed, problem.budget])
+                )
+                if with_peers
+                else {}
+            )
             rows.append(
                 {
                     "case": case,
@@ -100,6 +115,12 @@ def run_case(
                     **summary,
                     "own_samples_model": float(own),
                     "tune_seconds": result.tune_seconds,
+                    **{
+                        f"{PEER}{name}": summarize_fractions(point_fractions(truth, answers))[
+                            "geomean"
+                        ]
+                        for name, answers in drawn.items()
+                    },
                 }
             )
             print(
@@ -128,6 +149,28 @@ def summarize(rows: pd.DataFrame) -> pd.DataFrame:
             "runs > 0.02 below": grouped["gap"].apply(lambda g: int((g < -0.02).sum())),
         }
     ).reset_index()
+
+
+def peers_summary(rows: pd.DataFrame) -> str:
+    """Per case and label, each budgeted peer beside the header: the peer's geomean (mean ±
+    sd of the runs) and the header minus the peer, paired by run (mean, lowest, runs where the
+    header is better)."""
+    columns = [c for c in rows.columns if c.startswith(PEER)]
+    if not columns:
+        return ""
+    lines = [
+        "| case | label | tool | geomean | header - tool: mean | lowest | runs header better |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for (case, label), group in rows.groupby(["case", "label"], sort=False):
+        for column in columns:
+            gap = group["geomean"] - group[column]
+            lines.append(
+                f"| {case} | {label} | {column[len(PEER) :]} | {group[column].mean():.4f} ± "
+                f"{group[column].std(ddof=1):.4f} | {gap.mean():+.4f} | {gap.min():+.4f} "
+                f"| {int((gap > 0).sum())} of {len(gap)} |"
+            )
+    return "\n".join(lines) + "\n"
 
 
 def markdown(summary: pd.DataFrame) -> str:
@@ -161,6 +204,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--truth", type=Path, help="a truth CSV (one case only)")
     parser.add_argument("--workdir", type=Path, help="campaign folders (default: a temporary one)")
     parser.add_argument("--out", type=Path, help="write OUT.csv and OUT.md")
+    parser.add_argument(
+        "--peers",
+        action="store_true",
+        help="also score bench_inputs.py's budgeted peers on each run's table pass (same "
+        "budget, same scoring passes), paired with the header",
+    )
     args = parser.parse_args(argv)
     if args.truth is not None and len(args.case) != 1:
         parser.error("--truth needs exactly one --case")
@@ -170,10 +219,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="pass_replays_") as scratch:
         workdir = args.workdir or Path(scratch)
         frames = [
-            run_case(case, seeds, args.set, label, workdir / case, args.truth) for case in args.case
+            run_case(case, seeds, args.set, label, workdir / case, args.truth, args.peers)
+            for case in args.case
         ]
     rows = pd.concat(frames, ignore_index=True)
     table = markdown(summarize(rows))
+    if args.peers:
+        table += "\n" + peers_summary(rows)
     print(table)
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)

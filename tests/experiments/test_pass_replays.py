@@ -98,3 +98,28 @@ def test_auto_ships_no_more_configurations_than_no_bound(tmp_path, monkeypatch):
         optima = pd.read_csv(work / "time_pass0" / problem.name / "truth_replay_s1" / "optima.csv")
         counts[value] = len(optima[["block", "order"]].drop_duplicates())
     assert 1 <= counts["auto"] <= counts["none"]
+
+
+def test_the_peers_draw_from_the_table_pass_and_are_paired_with_the_header(tmp_path, monkeypatch):
+    """With peers, each run's row holds every budgeted peer's geomean on the same scoring pass,
+    each peer drawing the campaign's budget from that run's table pass; the peers' table pairs
+    the header with each peer run by run."""
+    problem = small_demo([32, 64, 128, 256])
+    cells = two_pass_truth(problem)
+    truth_csv = tmp_path / "truth.csv"
+    cells.to_csv(truth_csv, index=False)
+    monkeypatch.setitem(replays.PROBLEMS, "demo", lambda: problem)
+    rows = replays.run_case(
+        "demo", [1], [], "defaults", tmp_path / "work", truth_csv, with_peers=True
+    )
+    peers = load_benchkit("inputs_peers")
+    table, truth, _ = project.table_and_scoring(problem, cells, "time_pass1")
+    drawn = peers.peer_answers(table, 40, np.random.default_rng([1, 40]))
+    fractions = load_benchkit("inputs_truth").point_fractions
+    expected = np.exp(np.log(fractions(truth, drawn["random cells + LightGBM argmin"])).mean())
+    column = replays.PEER + "random cells + LightGBM argmin"
+    assert np.isclose(rows.loc[rows["table"] == "time_pass1", column].iloc[0], expected)
+    text = replays.peers_summary(rows)
+    gap = rows["geomean"] - rows[column]
+    assert f"| {gap.mean():+.4f} | {gap.min():+.4f} | {int((gap > 0).sum())} of 2 |" in text
+    assert replays.peers_summary(rows.drop(columns=[c for c in rows if c.startswith("peer")])) == ""
