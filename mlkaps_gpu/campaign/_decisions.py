@@ -267,6 +267,9 @@ class EvidenceScore:
         self.model_error = float(model_error) if np.isfinite(model_error) else 0.0
         self._last: tuple[bytes, tuple[np.ndarray, ...]] | None = None
         self._slowest: pd.DataFrame | None = None  # per input point: _slowest_listed
+        # every row estimated so far (its space columns) and its (mean, sd, seen, out)
+        self._rows: dict[int, int] = {}
+        self._values: tuple[np.ndarray, ...] = ()
 
     def only_measured_at(self, points: pd.DataFrame) -> EvidenceScore:
         """The same estimates, except that at those of ``points`` (input rows) where at least
@@ -307,17 +310,49 @@ class EvidenceScore:
         data would score as that point's slowest). (Not a precision-weighted blend: the
         members' spread is no calibrated error of the model at one configuration, and a blend
         let a smooth model pull a measured 5 % better configuration back to its neighbours'
-        level.) The last table's answer is kept:
-        deciding the same candidates again (the optimization stage, then the trees stage)
-        predicts them once."""
+        level.) Each row is estimated once: the decisions, the portfolio and the trees' score
+        ask for the same (point, configuration) rows again in other tables (on a table of
+        thousands of shapes, every listed configuration of every shape), and the last table's
+        answer is kept whole."""
         rows = table.reset_index(drop=True)
         key = repr(list(rows.columns)).encode() + (
             pd.util.hash_pandas_object(rows, index=False).to_numpy().tobytes()
         )
         if self._last is None or self._last[0] != key:
-            self._last = (key, self._estimate(rows))
+            self._last = (key, self._estimate_rows(rows))
         mean, sd, seen, out = self._last[1]
         return mean.copy(), sd.copy(), seen.copy(), out.copy()
+
+    def _estimate_rows(
+        self, table: pd.DataFrame
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`estimate` of ``table``'s rows, each computed once: a row's estimate depends
+        on its own values alone, and the decisions, the portfolio and the trees' score ask for
+        the same (point, configuration) rows again (on a table of thousands of shapes, every
+        listed configuration of every shape), so a row estimated before (the same 64-bit hash
+        of its space columns' values) is looked up."""
+        rows = table[self.evidence.space.names].reset_index(drop=True)
+        hashed = pd.util.hash_pandas_object(rows, index=False).to_numpy(dtype=np.uint64)
+        hashes = hashed.tolist()
+        where = np.fromiter((self._rows.get(h, -1) for h in hashes), np.int64, len(hashes))
+        new = where < 0
+        if new.any():
+            first = ~pd.Series(hashed[new]).duplicated().to_numpy()
+            fresh = rows[new][first].reset_index(drop=True)
+            fresh_hashes = hashed[new][first].tolist()
+            computed = self._estimate(fresh)  # may add rows (decision 0045's listed ones)
+            keep = [i for i, h in enumerate(fresh_hashes) if h not in self._rows]
+            start = len(self._values[0]) if self._values else 0
+            self._rows.update({fresh_hashes[i]: start + n for n, i in enumerate(keep)})
+            part = tuple(values[keep] for values in computed)
+            self._values = (
+                tuple(np.concatenate(pair) for pair in zip(self._values, part, strict=True))
+                if self._values
+                else part
+            )
+            where = np.fromiter((self._rows[h] for h in hashes), np.int64, len(hashes))
+        mean, sd, seen, out = (values[where] for values in self._values)
+        return mean, sd, seen, out
 
     def _estimate(
         self, table: pd.DataFrame
@@ -376,7 +411,7 @@ class EvidenceScore:
             if found is not None and len(found[0]):
                 owners, codes = found
                 rows = space.assemble(missing.iloc[owners], codes)
-                mean, sd, _, out = self._estimate(rows)
+                mean, sd, _, out = self._estimate_rows(rows)
                 usable = ~out  # the slowest that runs: a failed one scores the penalty
                 worst = pd.Series((mean + self.kappa * sd)[usable]).groupby(owners[usable]).max()
                 slowest[worst.index.to_numpy()] = worst.to_numpy()

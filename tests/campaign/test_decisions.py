@@ -523,3 +523,36 @@ def test_a_configuration_that_failed_wherever_it_ran_with_a_categorical_value_is
     )
     decided = decide(points.assign(n_valid=10), score, sp, "time")
     assert decided["x"].tolist() == [8, 9]  # on "b": the fastest predicted of those that run
+
+
+def test_each_row_is_estimated_once_and_the_same_whatever_table_holds_it() -> None:
+    """The decisions, the portfolio and the trees' score ask for the same rows again in other
+    tables (other orders, subsets, extra columns): each row is predicted once, and its estimate
+    is the one a fresh score gives it alone."""
+    sp = Space(
+        [Parameter("n", "int", low=10, high=10_000, log=True)],
+        [Parameter("x", "int", values=tuple(range(1, 11)))],
+    )
+    evidence = Evidence(
+        samples([("a", 4, 2.0), ("a", 5, 1.05)]).drop(columns="gpu").assign(n=[900, 50]), sp, "time"
+    )
+    predicted: list[int] = []
+
+    class Counting(FixedModel):
+        def predict_log(self, features: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            predicted.append(len(features))
+            x = features[:, -1].astype(int)  # the design parameter, last
+            return np.log(x / 3.0), np.full(len(x), 0.1)
+
+    score = EvidenceScore(evidence, Counting({}, sd=0.1), sp)
+    first = pd.DataFrame({"n": [1000, 20, 900, 1000], "x": [4, 4, 4, 4]})
+    score.estimate(first)
+    rows_first = sum(predicted)
+    assert rows_first <= 3 + 2  # three distinct rows (and the evidence's residuals once)
+    second = pd.DataFrame({"x": [4, 7, 4], "n": [20, 20, 1000], "extra": [1, 2, 3]})
+    mean, sd, seen, out = score.estimate(second)
+    assert sum(predicted) == rows_first + 1  # only (20, 7) is new
+    for row in range(len(second)):
+        alone = EvidenceScore(evidence, Counting({}, sd=0.1), sp).estimate(second.iloc[[row]])
+        assert mean[row] == alone[0][0] and sd[row] == alone[1][0]
+        assert seen[row] == alone[2][0] and out[row] == alone[3][0]
