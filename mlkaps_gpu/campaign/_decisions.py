@@ -326,11 +326,22 @@ class EvidenceScore:
     def _estimate_rows(
         self, table: pd.DataFrame
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """:meth:`estimate` of ``table``'s rows, each computed once: a row's estimate depends
-        on its own values alone, and the decisions, the portfolio and the trees' score ask for
-        the same (point, configuration) rows again (on a table of thousands of shapes, every
-        listed configuration of every shape), so a row estimated before (the same 64-bit hash
-        of its space columns' values) is looked up."""
+        """:meth:`estimate` of ``table``'s rows: each row's own estimate (:meth:`_own_rows`),
+        and an unlisted one no better than the slowest listed at its point (decision 0045)."""
+        mean, sd, seen, out, unlisted = self._own_rows(table)
+        if unlisted.any():
+            slowest = self._slowest_listed(table[unlisted])
+            pessimistic = mean[unlisted] + self.kappa * sd[unlisted]
+            mean[unlisted] = np.maximum(pessimistic, slowest)
+            sd[unlisted] = 0.0
+        return mean, sd, seen, out
+
+    def _own_rows(self, table: pd.DataFrame) -> tuple[np.ndarray, ...]:
+        """:meth:`_own` of ``table``'s rows, each computed once: it depends on the row's own
+        values alone, and the decisions, decision 0045's slowest listed, the portfolio and the
+        trees' score ask for the same (point, configuration) rows again in other tables (on a
+        table of thousands of shapes, every listed configuration of every shape), so a row
+        estimated before (the same 64-bit hash of its space columns' values) is looked up."""
         rows = table[self.evidence.space.names].reset_index(drop=True)
         hashed = pd.util.hash_pandas_object(rows, index=False).to_numpy(dtype=np.uint64)
         hashes = hashed.tolist()
@@ -339,25 +350,20 @@ class EvidenceScore:
         if new.any():
             first = ~pd.Series(hashed[new]).duplicated().to_numpy()
             fresh = rows[new][first].reset_index(drop=True)
-            fresh_hashes = hashed[new][first].tolist()
-            computed = self._estimate(fresh)  # may add rows (decision 0045's listed ones)
-            keep = [i for i, h in enumerate(fresh_hashes) if h not in self._rows]
+            part = self._own(fresh)
             start = len(self._values[0]) if self._values else 0
-            self._rows.update({fresh_hashes[i]: start + n for n, i in enumerate(keep)})
-            part = tuple(values[keep] for values in computed)
+            self._rows.update({h: start + n for n, h in enumerate(hashed[new][first].tolist())})
             self._values = (
                 tuple(np.concatenate(pair) for pair in zip(self._values, part, strict=True))
                 if self._values
                 else part
             )
             where = np.fromiter((self._rows[h] for h in hashes), np.int64, len(hashes))
-        mean, sd, seen, out = (values[where] for values in self._values)
-        return mean, sd, seen, out
+        return tuple(values[where] for values in self._values)
 
-    def _estimate(
-        self, table: pd.DataFrame
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """:meth:`estimate`, computed."""
+    def _own(self, table: pd.DataFrame) -> tuple[np.ndarray, ...]:
+        """Per row of ``table``, its own estimate (:meth:`estimate` but for decision 0045),
+        whether it was measured, whether it is ruled out, and whether it is unlisted."""
         sign = self.evidence.sign
         mean, sd = self.model.predict_log(self.feature_space.features(table))
         mean = sign * mean
@@ -374,13 +380,13 @@ class EvidenceScore:
         mean = mean + self._local_residual(table, ~seen & ~out)
         mean = np.where(out, self.evidence.penalty, mean)
         sd = np.where(out, 0.0, sd)
-        unlisted = self._unlisted(table)
-        if unlisted.any():  # decision 0045
-            slowest = self._slowest_listed(table[unlisted])
-            pessimistic = mean[unlisted] + self.kappa * sd[unlisted]
-            mean[unlisted] = np.maximum(pessimistic, slowest)
-            sd[unlisted] = 0.0
-        return np.where(seen, found["_f"], mean), np.where(seen, found["_se"], sd), seen, out
+        return (
+            np.where(seen, found["_f"], mean),
+            np.where(seen, found["_se"], sd),
+            seen,
+            out,
+            self._unlisted(table),
+        )
 
     def _unlisted(self, table: pd.DataFrame) -> np.ndarray:
         """Per row of ``table``: whether a table replay does not list its configuration at its
@@ -411,7 +417,7 @@ class EvidenceScore:
             if found is not None and len(found[0]):
                 owners, codes = found
                 rows = space.assemble(missing.iloc[owners], codes)
-                mean, sd, _, out = self._estimate_rows(rows)
+                mean, sd, _, out, _ = self._own_rows(rows)  # listed: their own estimates
                 usable = ~out  # the slowest that runs: a failed one scores the penalty
                 worst = pd.Series((mean + self.kappa * sd)[usable]).groupby(owners[usable]).max()
                 slowest[worst.index.to_numpy()] = worst.to_numpy()

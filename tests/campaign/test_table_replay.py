@@ -157,6 +157,39 @@ def test_an_unlisted_configuration_is_no_better_than_the_slowest_listed(
     campaign.close()
 
 
+def test_listed_and_unlisted_rows_of_one_table_are_each_predicted_once(
+    tmp_path: Path, table_file: Path
+) -> None:
+    """The slowest listed configuration of decision 0045 reads the listed rows' own estimates:
+    in one table with listed and unlisted rows (the trees' score of a leaf), and in a later
+    table, no row is predicted twice."""
+    campaign = make_campaign(tmp_path, config_text(table_file, budget=40))
+    campaign.sample()
+    score = campaign.evidence_score()
+    space = campaign.space
+    listed = campaign.setup.executor.listed_rows()
+    shapes = listed[["m", "n", "dtype"]].drop_duplicates().head(6)
+    everything = shapes.merge(
+        pd.DataFrame([(b, w) for b in BLOCKS for w in WARPS], columns=["block", "warps"]),
+        how="cross",
+    )[space.names]
+    score.surprises(everything)  # the measured rows' residuals, predicted once beforehand
+    predicted: list[int] = []
+    model = score.model
+    original = model.predict_log
+
+    def counting(features: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        predicted.append(len(features))
+        return original(features)
+
+    model.predict_log = counting  # type: ignore[method-assign]
+    score.estimate(everything)
+    assert sum(predicted) == len(everything)
+    score.estimate(everything.iloc[::-1])
+    assert sum(predicted) == len(everything)
+    campaign.close()
+
+
 @pytest.mark.compiler
 def test_table_campaign_end_to_end_and_select(
     tmp_path: Path, table_file: Path, capsys: pytest.CaptureFixture[str]
