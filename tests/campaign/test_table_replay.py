@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -127,22 +128,28 @@ def test_space_judges_unlisted_rows_invalid(tmp_path: Path, table_file: Path) ->
     campaign.close()
 
 
+def every_configuration_at_six_shapes(tmp_path: Path, table_file: Path) -> tuple[Any, Any, Any]:
+    """A sampled table campaign, its evidence score, and every (block, warps) at six recorded
+    shapes (listed there or not)."""
+    campaign = make_campaign(tmp_path, config_text(table_file, budget=40))
+    campaign.sample()
+    listed = campaign.setup.executor.listed_rows()
+    shapes = listed[["m", "n", "dtype"]].drop_duplicates().head(6)
+    everything = shapes.merge(
+        pd.DataFrame([(b, w) for b in BLOCKS for w in WARPS], columns=["block", "warps"]),
+        how="cross",
+    )[campaign.space.names]
+    return campaign, campaign.evidence_score(), everything
+
+
 def test_an_unlisted_configuration_is_no_better_than_the_slowest_listed(
     tmp_path: Path, table_file: Path
 ) -> None:
     """Decision 0045: the trees' score of a configuration a recorded shape does not list is at
     least that of the slowest configuration listed there (how the benchmarks score such an
     answer), without uncertainty; listed ones keep their estimates."""
-    campaign = make_campaign(tmp_path, config_text(table_file, budget=40))
-    campaign.sample()
-    score = campaign.evidence_score()
+    campaign, score, everything = every_configuration_at_six_shapes(tmp_path, table_file)
     space = campaign.space
-    listed = campaign.setup.executor.listed_rows()
-    shapes = listed[["m", "n", "dtype"]].drop_duplicates().head(6)
-    everything = shapes.merge(
-        pd.DataFrame([(b, w) for b in BLOCKS for w in WARPS], columns=["block", "warps"]),
-        how="cross",
-    )[space.names]
     valid = space.is_valid(everything)
     assert valid.any() and not valid.all()
     mean, uncertainty, _, out = score.estimate(everything)
@@ -163,16 +170,7 @@ def test_listed_and_unlisted_rows_of_one_table_are_each_predicted_once(
     """The slowest listed configuration of decision 0045 reads the listed rows' own estimates:
     in one table with listed and unlisted rows (the trees' score of a leaf), and in a later
     table, no row is predicted twice."""
-    campaign = make_campaign(tmp_path, config_text(table_file, budget=40))
-    campaign.sample()
-    score = campaign.evidence_score()
-    space = campaign.space
-    listed = campaign.setup.executor.listed_rows()
-    shapes = listed[["m", "n", "dtype"]].drop_duplicates().head(6)
-    everything = shapes.merge(
-        pd.DataFrame([(b, w) for b in BLOCKS for w in WARPS], columns=["block", "warps"]),
-        how="cross",
-    )[space.names]
+    campaign, score, everything = every_configuration_at_six_shapes(tmp_path, table_file)
     score.surprises(everything)  # the measured rows' residuals, predicted once beforehand
     predicted: list[int] = []
     model = score.model
