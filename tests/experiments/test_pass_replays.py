@@ -35,14 +35,20 @@ def two_pass_truth(problem: object) -> pd.DataFrame:
     return cells
 
 
-def test_each_pass_is_a_table_scored_on_the_others(tmp_path, monkeypatch):
-    """One row per (pass, seed), each campaign replaying its own pass with the --set applied,
-    each scored on the other pass; the summary and the written files say which variant."""
+def demo_case(tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
+    """The small demo as the ``demo`` case, its two-pass truth and the truth's CSV."""
     problem = small_demo([32, 64, 128, 256])
     cells = two_pass_truth(problem)
     truth_csv = tmp_path / "truth.csv"
     cells.to_csv(truth_csv, index=False)
     monkeypatch.setitem(replays.PROBLEMS, "demo", lambda: problem)
+    return problem, cells, truth_csv
+
+
+def test_each_pass_is_a_table_scored_on_the_others(tmp_path, monkeypatch):
+    """One row per (pass, seed), each campaign replaying its own pass with the --set applied,
+    each scored on the other pass; the summary and the written files say which variant."""
+    problem, cells, truth_csv = demo_case(tmp_path, monkeypatch)
     rows = replays.run_case(
         "demo", [1], ["trees.max_configs=1"], "one config", tmp_path / "work", truth_csv
     )
@@ -86,11 +92,7 @@ def test_the_summary_counts_the_runs_more_than_002_below_the_model_on_their_samp
 def test_auto_ships_no_more_configurations_than_no_bound(tmp_path, monkeypatch):
     """``[trees] max_configs = "auto"`` goes through a whole campaign: its decisions use at
     most as many distinct configurations as the same campaign without a bound."""
-    problem = small_demo([32, 64, 128, 256])
-    cells = two_pass_truth(problem)
-    truth_csv = tmp_path / "truth.csv"
-    cells.to_csv(truth_csv, index=False)
-    monkeypatch.setitem(replays.PROBLEMS, "demo", lambda: problem)
+    problem, cells, truth_csv = demo_case(tmp_path, monkeypatch)
     counts = {}
     for value in ("auto", "none"):
         work = tmp_path / value
@@ -104,11 +106,7 @@ def test_the_peers_draw_from_the_table_pass_and_are_paired_with_the_header(tmp_p
     """With peers, each run's row holds every budgeted peer's geomean on the same scoring pass,
     each peer drawing the campaign's budget from that run's table pass; the peers' table pairs
     the header with each peer run by run."""
-    problem = small_demo([32, 64, 128, 256])
-    cells = two_pass_truth(problem)
-    truth_csv = tmp_path / "truth.csv"
-    cells.to_csv(truth_csv, index=False)
-    monkeypatch.setitem(replays.PROBLEMS, "demo", lambda: problem)
+    problem, cells, truth_csv = demo_case(tmp_path, monkeypatch)
     rows = replays.run_case(
         "demo", [1], [], "defaults", tmp_path / "work", truth_csv, with_peers=True
     )
