@@ -57,7 +57,7 @@ def inductor_default(meta: dict, truth: Truth) -> tuple[str, np.ndarray] | None:
 
 def header_choices(truth: Truth, chosen: pd.DataFrame) -> np.ndarray:
     """The truth's configuration index of each answer of a replay header: by its ``choice``
-    string (a ``choice`` column, or ``mlkaps_gpu.executors.choice_of`` of its design values),
+    string (a ``choice`` column, or ``mlkaps_gpu.executors.choice_strings`` of its design rows),
     else by design columns named like the parsed choice's (case and - / _ ignored)."""
     import mlkaps_gpu.executors as executors
 
@@ -65,8 +65,8 @@ def header_choices(truth: Truth, chosen: pd.DataFrame) -> np.ndarray:
     if "choice" in chosen.columns:
         names = chosen["choice"].astype(str).tolist()
         return np.array([where.get(c, -1) for c in names], dtype=np.int64)
-    if hasattr(executors, "choice_of"):
-        names = [executors.choice_of(row) for row in chosen.to_dict("records")]
+    if hasattr(executors, "choice_strings"):
+        names = executors.choice_strings(chosen.reset_index(drop=True)).tolist()
         return np.array([where.get(c, -1) for c in names], dtype=np.int64)
 
     def plain(name: str) -> str:
