@@ -199,3 +199,110 @@ def test_sweep_passes_the_partition_to_every_joint_tree(
         sweep_depths(
             constrained.optima, constrained.space, constrained.score, depths=[2], partition="x"
         )
+
+
+def test_an_oracle_view_is_its_parent_on_some_points(constrained: SimpleNamespace) -> None:
+    oracle = RegretOracle(constrained.optima, constrained.space, constrained.score, clip=True)
+    points = np.arange(oracle.n_points)[::-3]
+    view = oracle.view(points)
+    assert view.n_points == len(points)
+    pd.testing.assert_frame_equal(view.inputs, oracle.inputs.iloc[points].reset_index(drop=True))
+    np.testing.assert_array_equal(view.codes, oracle.codes[points])
+    np.testing.assert_array_equal(view.reference, oracle.reference[points])
+    codes = np.unique(oracle.codes, axis=0)[:3]
+    np.testing.assert_array_equal(view.columns(codes), oracle.matrix(points, codes))
+    scored = oracle.n_scored
+    # what the view asks is what the parent knows: nothing is scored again
+    np.testing.assert_array_equal(
+        view.matrix(np.arange(4), codes), oracle.matrix(points[:4], codes)
+    )
+    at = np.arange(len(points))
+    own = view.regret(at, view.codes)
+    np.testing.assert_allclose(own, 0.0, atol=1e-12)
+    tiled = np.repeat(codes[:1], len(points), axis=0)
+    np.testing.assert_array_equal(view.valid(at, tiled), oracle.valid(points, tiled))
+    assert oracle.n_scored == view.n_scored == scored
+
+
+def _noisy_halves(noise: float) -> tuple[Space, pd.DataFrame, object]:
+    """x in 0..79: variant ``a`` is 1.5x slower on the upper half, ``b`` on the lower half,
+    and ``c`` / ``d`` are as fast as the better one everywhere; each (x, variant) time carries
+    a fixed pseudo-random error of up to ``noise`` (relative). The optima are the argmin of the
+    noisy times: within each half they change from one x to the next by the noise alone."""
+    space = Space(
+        [Parameter("x", "int", low=0, high=79)],
+        [Parameter("variant", "categorical", values=("a", "b", "c", "d"))],
+    )
+    error = np.random.default_rng(7).uniform(-noise, noise, size=(80, 4))
+    index = {"a": 0, "b": 1, "c": 2, "d": 3}
+
+    def cost(table: pd.DataFrame) -> np.ndarray:
+        x = table["x"].to_numpy(dtype=np.int64)
+        v = table["variant"].map(index).to_numpy(dtype=np.int64)
+        upper = x >= 40
+        slow = np.where(v == 0, upper, np.where(v == 1, ~upper, False))
+        return np.where(slow, 1.5, 1.0) * (1.0 + error[x, v])
+
+    x = np.arange(80)
+    table = pd.DataFrame({"x": np.repeat(x, 4), "variant": np.tile(list("abcd"), 80)})
+    best = cost(table).reshape(80, 4).argmin(axis=1)
+    optima = pd.DataFrame({"x": x, "variant": np.array(list("abcd"))[best]}).astype(
+        {"variant": object}
+    )
+    return space, optima, cost
+
+
+def test_cross_validated_depth_does_not_split_on_noise() -> None:
+    """Decisions that differ from one point to the next by the noise alone, every cell measured
+    (a table replay of one noisy pass): judged where they were fitted, the trees follow them
+    (depth 11 of 12: each split lowers the regret and the measured violations); judged at
+    held-out points, splits stop where they no longer help there (``c`` and ``d`` are the best
+    everywhere but for the noise)."""
+    space, optima, cost = _noisy_halves(0.05)
+    assert optima["variant"].nunique() >= 3
+    decisions = optima.reset_index(drop=True)
+
+    def measured_regret(table: pd.DataFrame) -> np.ndarray:
+        best = cost(decisions.assign(x=table["x"].to_numpy()))
+        return np.maximum(relative_regret(cost(table), best), 0.0)
+
+    judges = {"tolerance": 0.01, "measured_regret": measured_regret}
+    in_sample = sweep_depths(optima, space, cost, **judges)
+    held_out = sweep_depths(optima, space, cost, folds=5, **judges)
+    assert "cv_regret" not in in_sample.table
+    assert in_sample.chosen >= 10
+    assert held_out.chosen <= 2
+    table = held_out.table.set_index("depth")
+    assert table.loc[held_out.chosen, "leaves"] <= 4
+    # deeper trees are no better where they were not fitted
+    assert table["cv_regret"].min() > table.loc[table.index.max(), "mean_regret"] + 0.01
+    assert table.loc[held_out.chosen, "cv_measured_over"] == table["cv_measured_over"].min()
+    chosen = held_out.selector.select(pd.DataFrame({"x": np.arange(80)}))["variant"]
+    assert not (chosen[:40] == "b").any() and not (chosen[40:] == "a").any()
+    assert chosen.nunique() <= 3
+
+
+def test_cross_validated_depth_follows_real_structure() -> None:
+    """Without noise, four regions of twenty points each with its own best variant: held-out
+    points are predicted by their neighbours, and the trees keep every region."""
+    space = Space(
+        [Parameter("x", "int", low=0, high=79)],
+        [Parameter("variant", "categorical", values=("a", "b", "c", "d"))],
+    )
+
+    def cost(table: pd.DataFrame) -> np.ndarray:
+        region = table["x"].to_numpy(dtype=np.int64) // 20
+        own = table["variant"].map({"a": 0, "b": 1, "c": 2, "d": 3}).to_numpy(dtype=np.int64)
+        return np.where(own == region, 1.0, 1.3)
+
+    optima = pd.DataFrame({"x": np.arange(80), "variant": np.repeat(list("abcd"), 20)}).astype(
+        {"variant": object}
+    )
+    sweep = sweep_depths(optima, space, cost, tolerance=0.01, folds=5)
+    # a held-out point next to a boundary can fall on the wrong side of it: a few points
+    assert sweep.table.set_index("depth").loc[sweep.chosen, "cv_regret"] <= 0.3 * 6 / 80
+    chosen = sweep.selector.select(optima[["x"]])["variant"]
+    assert chosen.tolist() == optima["variant"].tolist()
+    # too few points to hold any out: the sweep of the trees fitted on every point
+    few = sweep_depths(optima.iloc[::9], space, cost, tolerance=0.01, folds=5)
+    assert "cv_regret" not in few.table
