@@ -369,8 +369,8 @@ def optimum_maps(optima: pd.DataFrame, space: Space) -> bytes | None:
 
 
 def depth_sweep(records: Sequence[Mapping[str, Any]], chosen: int | None) -> bytes | None:
-    """Predicted mean / p90 regret, the mean regret at held-out grid points and the largest
-    measured regret (where the sweep recorded them) and the leaves against the tree depth."""
+    """Predicted mean / p90 regret, the largest measured regret (where the sweep recorded it)
+    and the leaves against the tree depth."""
     if not records:
         return None
     plt = _pyplot()
@@ -379,14 +379,6 @@ def depth_sweep(records: Sequence[Mapping[str, Any]], chosen: int | None) -> byt
     axis.plot(table["depth"], 100 * table["mean_regret"], marker="o", label="mean regret")
     if "p90_regret" in table:
         axis.plot(table["depth"], 100 * table["p90_regret"], marker=".", label="p90 regret")
-    if "cv_regret" in table:
-        axis.plot(
-            table["depth"],
-            100 * table["cv_regret"],
-            marker="D",
-            color="#1b7837",
-            label="mean regret at held-out points",
-        )
     if "measured_max" in table:
         axis.plot(
             table["depth"],

@@ -19,7 +19,6 @@ from mlkaps_gpu.campaign._decisions import (
     Evidence,
     EvidenceScore,
     decide,
-    numeric_inputs,
     out_of_bag_error,
 )
 from mlkaps_gpu.campaign._portfolio import limit_configurations, portfolio_size
@@ -34,7 +33,6 @@ from mlkaps_gpu.surrogate import (
     SurrogateSettings,
 )
 from mlkaps_gpu.trees import (
-    CV_FOLDS,
     FittedSelector,
     RegretOracle,
     Score,
@@ -169,9 +167,7 @@ class DecisionStage:
 
     def fit_on_evidence(self, optima: pd.DataFrame, score: EvidenceScore) -> FittedSelector:
         """The trees fitted on the decisions, judged by the evidence: regret from the
-        pessimistic estimates (clipped at zero). With inputs that take many values, the depth
-        is the one whose trees answer best at grid points held out of their fit (decision
-        0046); with categorical inputs alone, never a merge that measurements refute."""
+        pessimistic estimates (clipped at zero), and never a merge that measurements refute."""
         space = self.context.space
         oracle = RegretOracle(optima, space, score.score, clip=True)
         decisions = optima[space.names].reset_index(drop=True)
@@ -179,10 +175,7 @@ class DecisionStage:
         def measured_regret(table: pd.DataFrame) -> np.ndarray:
             return score.measured_regret(table, decisions)
 
-        folds = CV_FOLDS if numeric_inputs(space) else 0
-        return self._fit(
-            optima, score.score, oracle=oracle, measured_regret=measured_regret, folds=folds
-        )
+        return self._fit(optima, score.score, oracle=oracle, measured_regret=measured_regret)
 
     def fit_on_predictions(self, optima: pd.DataFrame, surrogate: Surrogate) -> FittedSelector:
         """The trees fitted on the optima, judged by ``surrogate``'s predictions of the primary

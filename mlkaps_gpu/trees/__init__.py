@@ -9,7 +9,6 @@ nothing of C: :func:`mlkaps_gpu.codegen.render_header` writes a fitted selector 
 """
 
 from mlkaps_gpu.trees._depth import (
-    CV_FOLDS,
     DEFAULT_DEPTHS,
     DEFAULT_TOLERANCE,
     MODES,
@@ -37,7 +36,6 @@ __all__ = [
     "MAX_TREE_DEPTH",
     "TreesSettings",
     "clamp_bounds",
-    "CV_FOLDS",
     "DEFAULT_DEPTHS",
     "DEFAULT_TOLERANCE",
     "FLOAT32_MAX",

@@ -1,19 +1,6 @@
 """Choosing the tree depth: sweep ``max_depth``, report regret and size, keep the smallest depth
 whose regret is within a tolerance of the best.
 
-With ``folds`` (inputs that take many values), both judges of a depth, its mean regret and
-the measured-regret guard below, are taken at points held out of the trees' fit (decision
-0046): the optima's points fall in ``folds`` random folds, and the trees of each depth are
-fitted on all folds but one and answer at the points of that one. Judged at the points they
-were fitted on, trees that reproduce every decision have no regret and no measured violation,
-whatever the decisions hold: on a flat, noisy truth, decisions that differ from one point to
-the next by the noise of single measurements (a replay of one pass, scored on the others). A
-split on such differences does not predict the decision of a point held out, so it lowers
-neither judge there, and the depth stops where splits stop holding at input points the trees
-did not see, which is what a header answers at run time. Where the decisions follow real
-structure (an AutoHeuristic table's shapes), deeper trees predict the held-out decisions
-better, and the sweep keeps them.
-
 The regret is the score's (with :class:`RegretOracle`'s ``clip``, never below zero). Given
 ``measured_regret`` (the regret that measurements alone establish at the optima's points: the
 selected configuration and the point's decision both measured there), the depths within
@@ -37,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from mlkaps_gpu.space import Space
-from mlkaps_gpu.trees._diagnostics import model_of, predicted_regret
+from mlkaps_gpu.trees._diagnostics import predicted_regret
 from mlkaps_gpu.trees._joint import DEFAULT_PARTITION, JointSelector
 from mlkaps_gpu.trees._regret import RegretOracle, Score
 from mlkaps_gpu.trees._selector import PerParameterSelector, Selector
@@ -47,9 +34,6 @@ MODES = ("joint", "per_parameter")
 DEFAULT_DEPTHS: tuple[int, ...] = tuple(range(1, 13))
 #: Default tolerance on the mean relative regret (0.01: one percentage point).
 DEFAULT_TOLERANCE = 0.01
-#: Folds of the depth's cross-validation over the optima's points where the inputs take many
-#: values (:func:`sweep_depths`'s ``folds``; decision 0046).
-CV_FOLDS = 5
 #: ``measured_regret(selected)``: per row of the selected table (inputs and configuration at
 #: the optima's points, in their order), the regret measurements establish (NaN: unknown).
 MeasuredRegret = Callable[[pd.DataFrame], np.ndarray]
@@ -95,14 +79,11 @@ class DepthSweep:
     Attributes:
         table: one row per depth tried: ``depth``, ``mean_regret``, ``p90_regret``,
             ``max_regret``, ``leaves``, ``nodes``, ``actual_depth``, ``tree_invalid``
-            (points whose raw tree configuration violates a constraint), with measured
-            regret ``measured_max`` (largest measured regret, 0 with none known) and
-            ``measured_over`` (points whose measured regret exceeds the tolerance), and with
-            cross-validation ``cv_regret`` and ``cv_measured_over`` (the same at each point
-            held out, answered by the trees fitted on the other folds).
+            (points whose raw tree configuration violates a constraint) and, with measured
+            regret, ``measured_max`` (largest measured regret, 0 with none known) and
+            ``measured_over`` (points whose measured regret exceeds the tolerance).
         chosen: among the depths whose mean regret is at most the best + ``tolerance``, the
-            smallest with the fewest ``measured_over``; with cross-validation, the same rule on
-            ``cv_regret`` and ``cv_measured_over``.
+            smallest with the fewest ``measured_over``.
         tolerance: absolute tolerance on the mean relative regret.
         selectors: the fitted selector of every depth tried.
     """
@@ -136,7 +117,7 @@ class DepthSweep:
         return shown.assign(choice=marks).to_string(index=False)
 
 
-_REGRET_COLUMNS = ("cv_regret", "mean_regret", "p90_regret", "max_regret", "measured_max")
+_REGRET_COLUMNS = ("mean_regret", "p90_regret", "max_regret", "measured_max")
 
 
 def sweep_depths(
@@ -151,13 +132,10 @@ def sweep_depths(
     oracle: RegretOracle | None = None,
     measured_regret: MeasuredRegret | None = None,
     partition: str | None = None,
-    folds: int = 0,
 ) -> DepthSweep:
     """Fit one selector per depth and choose the smallest depth within ``tolerance`` of the
-    best mean regret (see the module docstring for ``measured_regret`` and ``folds``: at least
-    2 cross-validates the regret over the optima's points, where there are at least
-    ``2 * folds`` of them). Depths past the first whose trees stopped growing short of their
-    limit give the same trees and are skipped."""
+    best mean regret (see the module docstring for ``measured_regret``). Depths past the first
+    whose trees stopped growing short of their limit give the same trees and are skipped."""
     depths = sorted({int(d) for d in depths})
     if not depths or depths[0] < 1:
         raise ValueError(f"depths must be positive integers, got {depths}")
@@ -177,63 +155,12 @@ def sweep_depths(
             # pay off collapses to a shallow tree at one limit and not at the next
             break
     table = pd.DataFrame(rows)
-    regret, over = "mean_regret", "measured_over"
-    if folds >= 2 and len(optima) >= 2 * folds:
-        # both judges at held-out points (module docstring)
-        held = [
-            _held_out(optima, space, oracle, mode, d, random_state, partition, folds)
-            for d in table["depth"]
-        ]
-        regret, over = "cv_regret", "cv_measured_over"
-        table[regret] = [float(values.mean()) for values, _ in held]
-        if measured_regret is not None:
-            table[over] = [
-                _over(space.assemble(oracle.inputs, codes), measured_regret, tolerance)
-                for _, codes in held
-            ]
-    # the depths within the tolerance of the best regret, then the fewest refuted by
+    # the depths within the tolerance of the best predicted regret, then the fewest refuted by
     # measurements among them (module docstring)
-    within = table[table[regret] <= float(table[regret].min()) + tolerance]
+    within = table[table["mean_regret"] <= float(table["mean_regret"].min()) + tolerance]
     if measured_regret is not None:
-        within = within[within[over] == within[over].min()]
+        within = within[within["measured_over"] == within["measured_over"].min()]
     return DepthSweep(table, int(within["depth"].min()), tolerance, selectors)
-
-
-def _held_out(
-    optima: pd.DataFrame,
-    space: Space,
-    oracle: RegretOracle,
-    mode: str,
-    depth: int,
-    random_state: int,
-    partition: str | None,
-    folds: int,
-) -> tuple[np.ndarray, np.ndarray]:
-    """The regret and the design codes of the trees of ``depth`` at each point held out of
-    their fit: the points in ``folds`` random folds (seeded by ``random_state``, the same for
-    every depth), each fold's answered by the trees fitted on the other folds' points (the same
-    oracle, seen on them)."""
-    n_points = len(optima)
-    order = np.random.default_rng(random_state).permutation(n_points)
-    fold_of = np.empty(n_points, dtype=np.int64)
-    fold_of[order] = np.arange(n_points) % folds
-    regret = np.zeros(n_points)
-    answers = np.zeros_like(oracle.codes)
-    for fold in range(folds):
-        kept, held = np.flatnonzero(fold_of != fold), np.flatnonzero(fold_of == fold)
-        selector = make_selector(mode, depth, random_state=random_state, partition=partition)
-        selector.fit(
-            optima.iloc[kept].reset_index(drop=True),
-            space.inputs,
-            space.design,
-            space=space,
-            score=oracle.score,
-            oracle=oracle.view(kept),
-        )
-        codes = model_of(selector).select_codes(oracle.inputs.iloc[held], fallback=True)
-        answers[held] = codes
-        regret[held] = oracle.regret(held, codes)
-    return regret, answers
 
 
 def _depth_row(
@@ -280,13 +207,6 @@ def _measured_columns(
     }
 
 
-def _over(selected: pd.DataFrame, measured_regret: MeasuredRegret, tolerance: float) -> int:
-    """Points of ``selected`` (the optima's points in order, with a configuration each) whose
-    measured regret exceeds ``tolerance``."""
-    regret = np.asarray(measured_regret(selected.reset_index(drop=True)), dtype=np.float64)
-    return int(np.count_nonzero(regret[np.isfinite(regret)] > tolerance))
-
-
 @dataclass(frozen=True)
 class FittedSelector:
     """A selector chosen by :func:`fit_selector`, with the sweep that chose its depth."""
@@ -308,12 +228,10 @@ def fit_selector(
     oracle: RegretOracle | None = None,
     measured_regret: MeasuredRegret | None = None,
     partition: str | None = None,
-    folds: int = 0,
 ) -> FittedSelector:
     """Fit the selector of ``mode`` on the optima, at ``max_depth`` or, with ``"auto"``, at the
     depth :func:`sweep_depths` chooses (``oracle``, ``measured_regret`` and ``partition`` as
-    there; ``folds``: the sweep's cross-validation). The space's constraints are checked at
-    run time."""
+    there). The space's constraints are checked at run time."""
     if mode not in MODES:
         raise ValueError(f"unknown tree mode {mode!r} (allowed: {', '.join(MODES)})")
     if max_depth == "auto":
@@ -333,6 +251,5 @@ def fit_selector(
         oracle=oracle,
         measured_regret=measured_regret,
         partition=partition,
-        folds=folds,
     )
     return FittedSelector(sweep.selector, sweep)

@@ -168,41 +168,6 @@ class RegretOracle:
         table = self.space.assemble(self.inputs.iloc[np.asarray(points)], codes)
         return self.space.satisfies_constraints(table)
 
-    def view(self, points: np.ndarray) -> RegretOracle:
-        """This oracle seen on some of its points (``points``, in that order: point ``i`` of
-        the view is point ``points[i]`` here), sharing its scores and cache: the oracle of a
-        tree fitted on those points alone (a depth's cross-validation)."""
-        return _OracleView(self, points)
-
-
-class _OracleView(RegretOracle):
-    """:meth:`RegretOracle.view`: every request is the parent's, its point indices translated."""
-
-    def __init__(self, parent: RegretOracle, points: np.ndarray) -> None:
-        self._parent = parent
-        self._points = np.asarray(points, dtype=np.int64)
-        self.space = parent.space
-        self.score = parent.score
-        self.clip = parent.clip
-        self.inputs = parent.inputs.iloc[self._points].reset_index(drop=True)
-        self.codes = parent.codes[self._points]
-        self.reference = parent.reference[self._points]
-
-    @property
-    def n_scored(self) -> int:  # type: ignore[override]
-        """Rows the parent scored so far."""
-        return self._parent.n_scored
-
-    def regret(self, points: np.ndarray, codes: np.ndarray) -> np.ndarray:
-        return self._parent.regret(self._points[np.asarray(points, dtype=np.int64)], codes)
-
-    def matrix(self, points: np.ndarray, configurations: np.ndarray) -> np.ndarray:
-        at = self._points[np.asarray(points, dtype=np.int64)]
-        return self._parent.matrix(at, configurations)
-
-    def valid(self, points: np.ndarray, codes: np.ndarray) -> np.ndarray:
-        return self._parent.valid(self._points[np.asarray(points, dtype=np.int64)], codes)
-
 
 @dataclass(frozen=True)
 class RegretSummary:

@@ -17,8 +17,7 @@ MAX_VERIFY_INPUTS = 10_000_000
 class TreesSettings(SettingsModel):
     """``[trees]``: ``max_depth`` is a depth, or ``"auto"``: the smallest depth whose mean
     predicted regret is within ``depth_tolerance`` (absolute, 0.01 = one percentage point) of the
-    best depth's; with inputs that take many values, the regret at grid points held out of the
-    trees' fit (5-fold cross-validation over the grid points, decision 0046)."""
+    best depth's."""
 
     mode: Literal["joint", "per_parameter"] = Field(
         default="joint",
@@ -31,8 +30,7 @@ class TreesSettings(SettingsModel):
         default="auto",
         description=(
             "Tree depth, or `auto`: the smallest depth whose mean predicted regret is within "
-            "`depth_tolerance` of the best depth's (with inputs that take many values, the "
-            "regret at grid points held out of the trees' fit: 5-fold cross-validation)."
+            "`depth_tolerance` of the best depth's."
         ),
         json_schema_extra={"allowed": f'an integer from 1 to {MAX_TREE_DEPTH}, or "auto"'},
     )

@@ -279,9 +279,7 @@ def _tree_section(page: _Page, campaign: Campaign) -> None:
         trees = campaign.config.trees
         rule = (
             "the smallest depth whose predicted mean regret is within "
-            f"{100 * trees.depth_tolerance:g} percentage points of the best depth's; with "
-            "inputs that take many values, the regret at grid points held out of the trees' "
-            "fit"
+            f"{100 * trees.depth_tolerance:g} percentage points of the best depth's"
             if trees.max_depth == "auto"
             else f"[trees] max_depth = {trees.max_depth}"
         )
