@@ -1,0 +1,188 @@
+"""Where a replay campaign's header loses on an AutoHeuristic table: its decisions or its trees.
+
+A replay campaign decides a configuration at every grid point (``optima.csv``: the recorded
+shapes), then fits the trees that the header compiles. This script runs one campaign per seed
+on a table at a share of its cells and scores, against the table's truth at every shape
+(``t_opt / t(answer)``, as ``bench_inputs.py`` scores; a failed or unlisted answer scores as the
+shape's slowest), both the decisions and the header's answers. Where the header is below its
+own decisions, the trees lost what the decisions knew; where both are low, the decisions (the
+sampling and the model) are what to mend. The depth sweep of each campaign is printed beside
+(``mean_regret`` at the points the trees were fitted on, ``cv_regret`` at held-out points
+where the code computes it).
+
+    python experiments/header_vs_decisions.py --case mixedmm_a100 --share 5 --seeds 0-2
+    python experiments/header_vs_decisions.py --data FILE --share 5 --seeds 0
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import bench_inputs
+import numpy as np
+import pandas as pd
+from benchkit.inputs_replay import header_choices
+from benchkit.inputs_truth import (
+    Truth,
+    autoheuristic_truth,
+    point_fractions,
+    summarize_fractions,
+)
+from benchkit.provenance import header, provenance
+
+HERE = Path(__file__).resolve().parent
+SWEEP_COLUMNS = ("depth", "leaves", "mean_regret", "cv_regret", "measured_over", "cv_measured_over")
+
+
+def decision_answers(truth: Truth, optima: pd.DataFrame) -> np.ndarray:
+    """The truth's configuration index of each shape's decision (``optima.csv``'s design
+    columns: those between the inputs and ``predicted_*``), in the truth's shape order."""
+    inputs = list(truth.inputs.columns)
+    rows = truth.inputs.merge(optima.assign(_row=np.arange(len(optima))), on=inputs, how="left")
+    if rows["_row"].isna().any():
+        raise ValueError(f"{int(rows['_row'].isna().sum())} shapes have no decision")
+    decided = optima.iloc[rows["_row"].astype(int).to_numpy()].reset_index(drop=True)
+    columns = list(decided.columns)
+    first = next(i for i, c in enumerate(columns) if c.startswith("predicted_"))
+    return header_choices(truth, decided[columns[len(inputs) : first]])
+
+
+def markdown(table: pd.DataFrame) -> str:
+    """``table`` as a markdown table (floats to 4 decimals)."""
+
+    def cell(value: object) -> str:
+        return f"{value:.4f}" if isinstance(value, float) else str(value)
+
+    lines = ["| " + " | ".join(map(str, table.columns)) + " |", "|---" * table.shape[1] + "|"]
+    lines += [
+        "| " + " | ".join(cell(v) for v in row) + " |" for row in table.itertuples(index=False)
+    ]
+    return "\n".join(lines)
+
+
+def geomean(values: np.ndarray) -> float:
+    return float(np.exp(np.mean(np.log(values)))) if len(values) else float("nan")
+
+
+def one_seed(
+    case: str,
+    path: Path,
+    truth: Truth,
+    share: float,
+    seed: int,
+    workdir: Path,
+    max_configs: int | str | None = None,
+) -> tuple[dict, pd.DataFrame]:
+    """The campaign of one seed: its row of figures and its depth sweep."""
+    budget = max(1, int(round(share / 100 * truth.n_cells)))
+    replay = bench_inputs.replay_config(case, path)
+    if replay is None:
+        raise SystemExit("this checkout cannot replay AutoHeuristic tables")
+    answers = bench_inputs.run_replay_project(
+        case, replay, truth, budget, seed, workdir, max_configs
+    )
+    bounded = "" if max_configs is None else f"_k{max_configs}"
+    folder = workdir / f"{case}_B{budget}_s{seed}{bounded}"
+    decided = decision_answers(truth, pd.read_csv(folder / "optima.csv"))
+    header_fractions = point_fractions(truth, answers)
+    decision_fractions = point_fractions(truth, decided)
+    differ = answers != decided
+    trees = json.loads((folder / "campaign.json").read_text())["details"]["trees"]
+    sweep = pd.DataFrame(trees.get("depth_sweep", []))
+    row = {
+        "case": case,
+        "share": share,
+        "seed": seed,
+        "decisions": summarize_fractions(decision_fractions)["geomean"],
+        "header": summarize_fractions(header_fractions)["geomean"],
+        "header_below_0.67": int(np.sum(header_fractions < 0.67)),
+        "decisions_below_0.67": int(np.sum(decision_fractions < 0.67)),
+        "shapes_answered_otherwise": int(differ.sum()),
+        "there_decisions": geomean(decision_fractions[differ]),
+        "there_header": geomean(header_fractions[differ]),
+        "depth": trees.get("depth"),
+        "configs": len(np.unique(answers)),
+    }
+    shown = sweep[[c for c in SWEEP_COLUMNS if c in sweep.columns]].assign(seed=seed)
+    return row, shown
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--case", choices=sorted(bench_inputs.AH_FILES), default="mixedmm_a100")
+    parser.add_argument("--data", type=Path, help="an AutoHeuristic file instead of --case")
+    parser.add_argument("--share", type=float, default=5.0, help="percent of the cells")
+    parser.add_argument("--seeds", default="0")
+    parser.add_argument("--out", type=Path, default=HERE / "results")
+    parser.add_argument("--tag", default="")
+    parser.add_argument(
+        "--max-configs", help='[trees] max_configs of the campaigns (an integer, "auto", "none")'
+    )
+    parser.add_argument("--workdir", type=Path, help="campaign folders (default: temporary)")
+    args = parser.parse_args(argv)
+    if args.data is not None:
+        if not args.data.is_file():
+            parser.error(f"--data {args.data}: no such file")
+        case, path = args.data.name.split(".")[0], args.data
+    else:
+        root = os.environ.get("MLKAPS_GPU_DATA")
+        if not root:
+            parser.error("set MLKAPS_GPU_DATA to the replay data folder, or give --data FILE")
+        case, path = args.case, Path(root) / "autoheuristic" / bench_inputs.AH_FILES[args.case]
+    if not 0 < args.share <= 100:
+        parser.error(f"--share {args.share}: a percentage in (0, 100]")
+    seeds = bench_inputs.parse_seeds(args.seeds)
+    max_configs: int | str | None = args.max_configs
+    if max_configs is not None and max_configs not in ("auto", "none"):
+        try:
+            max_configs = int(max_configs)
+        except ValueError:
+            parser.error(f'--max-configs {max_configs}: an integer, "auto" or "none"')
+    truth = autoheuristic_truth(path, name=case)
+    recorded = [sys.argv[0], *(argv if argv is not None else sys.argv[1:])]
+    rows, sweeps = [], []
+    with tempfile.TemporaryDirectory() as scratch:
+        workdir = args.workdir or Path(scratch)
+        for seed in seeds:
+            row, sweep = one_seed(case, path, truth, args.share, seed, workdir, max_configs)
+            print(
+                f"{case} {args.share:g} % seed {seed}: decisions {row['decisions']:.4f}, "
+                f"header {row['header']:.4f}, depth {row['depth']}",
+                file=sys.stderr,
+            )
+            rows.append(row)
+            sweeps.append(sweep)
+    table = pd.DataFrame(rows)
+    sweep = pd.concat(sweeps, ignore_index=True)
+    lines = [f"# header against its decisions: {case} at {args.share:g} %", ""]
+    lines += [f"> {line}  " for line in provenance(recorded)]
+    lines += [
+        "",
+        "Geomean of t_opt / t(answer) over every shape of the table. `decisions`: the "
+        "configuration the campaign decided at each shape (`optima.csv`); `header`: the "
+        "compiled header's answer there; `there_*`: the same two at the shapes where they "
+        "differ.",
+        "",
+        markdown(table),
+        "",
+        "## Depth sweeps",
+        "",
+        markdown(sweep),
+        "",
+    ]
+    print("\n".join(lines[4:]))
+    args.out.mkdir(parents=True, exist_ok=True)
+    stem = f"header_vs_decisions_{case}{args.tag}"
+    (args.out / f"{stem}.md").write_text("\n".join(lines))
+    (args.out / f"{stem}.csv").write_text(header(provenance(recorded)) + table.to_csv(index=False))
+    print(f"wrote {args.out / stem}.md and .csv", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
