@@ -30,6 +30,7 @@ from benchkit.inputs_replay import header_choices
 from benchkit.inputs_truth import (
     Truth,
     autoheuristic_truth,
+    input_features,
     point_fractions,
     summarize_fractions,
 )
@@ -39,9 +40,10 @@ HERE = Path(__file__).resolve().parent
 SWEEP_COLUMNS = ("depth", "leaves", "mean_regret", "cv_regret", "measured_over", "cv_measured_over")
 
 
-def decision_answers(truth: Truth, optima: pd.DataFrame) -> np.ndarray:
+def decision_answers(truth: Truth, optima: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """The truth's configuration index of each shape's decision (``optima.csv``'s design
-    columns: those between the inputs and ``predicted_*``), in the truth's shape order."""
+    columns: those between the inputs and ``predicted_*``) and whether a measurement decided it
+    (``source`` is ``measured``), in the truth's shape order."""
     inputs = list(truth.inputs.columns)
     rows = truth.inputs.merge(optima.assign(_row=np.arange(len(optima))), on=inputs, how="left")
     if rows["_row"].isna().any():
@@ -49,7 +51,33 @@ def decision_answers(truth: Truth, optima: pd.DataFrame) -> np.ndarray:
     decided = optima.iloc[rows["_row"].astype(int).to_numpy()].reset_index(drop=True)
     columns = list(decided.columns)
     first = next(i for i, c in enumerate(columns) if c.startswith("predicted_"))
-    return header_choices(truth, decided[columns[len(inputs) : first]])
+    measured = decided["source"].astype(str).to_numpy() == "measured"
+    return header_choices(truth, decided[columns[len(inputs) : first]]), measured
+
+
+def learnable_ceiling(
+    truth: Truth, configurations: np.ndarray, seed: int, folds: int = 5
+) -> np.ndarray:
+    """Per shape: the fraction of the optimum of the answer a random forest gives there when
+    fitted, on the other folds' shapes, to the best of ``configurations`` at each shape with
+    full knowledge of the truth. What inputs alone can tell of the choice at shapes never
+    measured, if every other shape were known exactly."""
+    from sklearn.ensemble import RandomForestClassifier
+    from sklearn.model_selection import KFold
+
+    fractions = np.column_stack(
+        [point_fractions(truth, np.full(truth.n_points, c)) for c in configurations]
+    )
+    labels = np.asarray(configurations)[fractions.argmax(axis=1)]
+    if len(np.unique(labels)) == 1:
+        return fractions.max(axis=1)
+    features = input_features(truth, truth.inputs)
+    answers = np.empty_like(labels)
+    split = KFold(folds, shuffle=True, random_state=seed).split(features)
+    for fitted, held in split:
+        forest = RandomForestClassifier(300, min_samples_leaf=2, random_state=seed, n_jobs=1)
+        answers[held] = forest.fit(features[fitted], labels[fitted]).predict(features[held])
+    return point_fractions(truth, answers)
 
 
 def markdown(table: pd.DataFrame) -> str:
@@ -88,10 +116,15 @@ def one_seed(
     )
     bounded = "" if max_configs is None else f"_k{max_configs}"
     folder = workdir / f"{case}_B{budget}_s{seed}{bounded}"
-    decided = decision_answers(truth, pd.read_csv(folder / "optima.csv"))
+    decided, measured = decision_answers(truth, pd.read_csv(folder / "optima.csv"))
     header_fractions = point_fractions(truth, answers)
     decision_fractions = point_fractions(truth, decided)
     differ = answers != decided
+    configurations = np.unique(answers[answers >= 0])
+    best_of = np.column_stack(
+        [point_fractions(truth, np.full(truth.n_points, c)) for c in configurations]
+    ).max(axis=1)
+    ceiling = learnable_ceiling(truth, configurations, seed)
     trees = json.loads((folder / "campaign.json").read_text())["details"]["trees"]
     sweep = pd.DataFrame(trees.get("depth_sweep", []))
     row = {
@@ -105,6 +138,12 @@ def one_seed(
         "shapes_answered_otherwise": int(differ.sum()),
         "there_decisions": geomean(decision_fractions[differ]),
         "there_header": geomean(header_fractions[differ]),
+        "measured_shapes": int(measured.sum()),
+        "decisions_measured": geomean(decision_fractions[measured]),
+        "decisions_modelled": geomean(decision_fractions[~measured]),
+        "best_of_its_configs": geomean(best_of),
+        "ceiling_modelled": geomean(ceiling[~measured]),
+        "ceiling": geomean(ceiling),
         "depth": trees.get("depth"),
         "configs": len(np.unique(answers)),
     }
@@ -166,7 +205,13 @@ def main(argv: list[str] | None = None) -> int:
         "Geomean of t_opt / t(answer) over every shape of the table. `decisions`: the "
         "configuration the campaign decided at each shape (`optima.csv`); `header`: the "
         "compiled header's answer there; `there_*`: the same two at the shapes where they "
-        "differ.",
+        "differ. `decisions_measured` / `decisions_modelled`: the decisions at the shapes "
+        "where a measurement decided (`source = measured`) and elsewhere (the model). "
+        "`best_of_its_configs`: each shape's best among the header's configurations, with "
+        "full knowledge. `ceiling`: a random forest fitted to those best choices with full "
+        "knowledge of the other folds' shapes (5-fold cross-validation), scored at each "
+        "held-out shape (`ceiling_modelled`: at the shapes the model decided): what the inputs "
+        "alone tell of the choice at a shape never measured.",
         "",
         markdown(table),
         "",
