@@ -55,19 +55,26 @@ def decision_answers(truth: Truth, optima: pd.DataFrame) -> tuple[np.ndarray, np
     return header_choices(truth, decided[columns[len(inputs) : first]]), measured
 
 
+def config_fractions(truth: Truth, configurations: np.ndarray) -> np.ndarray:
+    """``shapes x configurations``: each configuration's fraction of the optimum at each shape
+    (as a tool answering it everywhere is scored)."""
+    return np.column_stack(
+        [point_fractions(truth, np.full(truth.n_points, c)) for c in configurations]
+    )
+
+
 def learnable_ceiling(
     truth: Truth, configurations: np.ndarray, seed: int, folds: int = 5
 ) -> np.ndarray:
     """Per shape: the fraction of the optimum of the answer a random forest gives there when
     fitted, on the other folds' shapes, to the best of ``configurations`` at each shape with
-    full knowledge of the truth. What inputs alone can tell of the choice at shapes never
-    measured, if every other shape were known exactly."""
+    full knowledge of the truth: what a classifier of the inputs carries to a shape never
+    measured when every other shape is known exactly. A comparison, not a bound: a model of
+    the time over inputs and configuration can carry more."""
     from sklearn.ensemble import RandomForestClassifier
     from sklearn.model_selection import KFold
 
-    fractions = np.column_stack(
-        [point_fractions(truth, np.full(truth.n_points, c)) for c in configurations]
-    )
+    fractions = config_fractions(truth, configurations)
     labels = np.asarray(configurations)[fractions.argmax(axis=1)]
     if len(np.unique(labels)) == 1:
         return fractions.max(axis=1)
@@ -121,9 +128,7 @@ def one_seed(
     decision_fractions = point_fractions(truth, decided)
     differ = answers != decided
     configurations = np.unique(answers[answers >= 0])
-    best_of = np.column_stack(
-        [point_fractions(truth, np.full(truth.n_points, c)) for c in configurations]
-    ).max(axis=1)
+    best_of = config_fractions(truth, configurations).max(axis=1)
     ceiling = learnable_ceiling(truth, configurations, seed)
     trees = json.loads((folder / "campaign.json").read_text())["details"]["trees"]
     sweep = pd.DataFrame(trees.get("depth_sweep", []))
