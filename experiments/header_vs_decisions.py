@@ -34,6 +34,7 @@ from benchkit.inputs_truth import (
     point_fractions,
     summarize_fractions,
 )
+from benchkit.metrics import geomean
 from benchkit.provenance import header, provenance
 
 HERE = Path(__file__).resolve().parent
@@ -98,10 +99,6 @@ def markdown(table: pd.DataFrame) -> str:
         "| " + " | ".join(cell(v) for v in row) + " |" for row in table.itertuples(index=False)
     ]
     return "\n".join(lines)
-
-
-def geomean(values: np.ndarray) -> float:
-    return float(np.exp(np.mean(np.log(values)))) if len(values) else float("nan")
 
 
 def one_seed(
