@@ -275,10 +275,12 @@ def bench_replay(
     project: bool = True,
     max_configs: int | str | None = None,
     pytorch_trees: Sequence[LearnedTree] = (),
+    settings: Sequence[str] = (),
 ) -> tuple[list[dict], dict[str, np.ndarray], Truth, list[str]]:
     """Rows of every tool at every share; per-point fractions (mean over seeds) at the largest
     share for the figure; the truth; notes. ``pytorch_trees``: PyTorch's shipped heuristics,
-    scored where their kernel and GPU are the data's."""
+    scored where their kernel and GPU are the data's. ``settings``: ``--set`` assignments of
+    the project's campaigns."""
     meta, _ = read_autoheuristic(path)
     truth = autoheuristic_truth(path, name=case)
     log(f"{case}: {truth.n_points} shapes, {len(truth.configs)} choices, {truth.n_cells} cells")
@@ -297,6 +299,9 @@ def bench_replay(
     except ValueError:
         notes.append("No noise floor: the file holds one measurement per cell.")
     replay = replay_config(case, path) if project else None
+    if replay is not None:
+        for assignment in settings:
+            apply_override(replay[0], assignment)
     if not project:
         log("project header: not run (--skip-project)")
         notes.append(
@@ -316,10 +321,14 @@ def bench_replay(
             if replay[1].parent == CONFIGS
             else "a configuration made for the file (replay, format autoheuristic, objective time)"
         )
+        changed = (
+            "every other method setting the project's default"
+            if not settings
+            else "with " + ", ".join(f"`{assignment}`" for assignment in settings)
+        )
         notes.append(
             f"project header: a campaign on {source} (budget and seed set per run, "
-            "every method setting the project's default), its compiled header's answer at "
-            "every shape."
+            f"{changed}), its compiled header's answer at every shape."
         )
     rows: list[dict] = []
     curves: dict[str, list[np.ndarray]] = {}
@@ -719,8 +728,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="append",
         default=[],
         metavar="SECTION.KEY=VALUE",
-        help="measured cases: a configuration setting of every campaign of the project "
-        "(repeatable), e.g. trees.max_configs=auto",
+        help="a configuration setting of every campaign of the project (repeatable; the "
+        "live and truth-replay campaigns of a measured case, the replay campaigns of a table), "
+        "e.g. trees.max_configs=auto",
     )
     parser.add_argument(
         "--pytorch-tree",
@@ -736,6 +746,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.case is None and not args.data:
         parser.error("give --case and/or --data")
+    for assignment in args.set:
+        try:
+            apply_override({}, assignment)
+        except ValueError as error:
+            parser.error(str(error))
     trees = []
     for path in args.pytorch_tree:
         try:
@@ -768,6 +783,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 project=project,
                 max_configs=args.max_configs,
                 pytorch_trees=trees,
+                settings=args.set,
             )
 
         for case in cases:

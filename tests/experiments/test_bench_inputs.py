@@ -584,3 +584,26 @@ def test_set_reaches_every_campaign_of_a_measured_case(tmp_path, monkeypatch):
     bench.measured_job("lu", args, [0], 2, tmp_path, [])
     assert seen["config"]["trees"]["max_configs"] == "auto"
     assert seen["config"]["trees"]["max_depth"] == 4
+
+
+def test_set_reaches_the_replay_campaigns_and_a_bad_one_exits_2(tmp_path, monkeypatch):
+    """``--set`` on a table: every replay campaign of the project runs with it, and the notes
+    say so; a malformed assignment stops the run before any work (exit status 2)."""
+    seen = []
+
+    def project_run(case, replay, truth, budget, seed, workdir, max_configs=None):
+        seen.append(replay[0])
+        return np.zeros(truth.n_points, dtype=int)
+
+    monkeypatch.setattr(bench, "replay_config", lambda case, data: ({"trees": {}}, data))
+    monkeypatch.setattr(bench, "run_replay_project", project_run)
+    data = write_ah_file(tmp_path / "tiny_gpu.txt.gz")
+    _, _, _, notes = bench.bench_replay(
+        "tiny_gpu", data, [0, 1], [20.0], tmp_path, settings=["sampling.confirm=0.05"]
+    )
+    assert len(seen) == 2
+    assert all(config["sampling"]["confirm"] == 0.05 for config in seen)
+    assert any("with `sampling.confirm=0.05`" in note for note in notes)
+    with pytest.raises(SystemExit) as stopped:
+        bench.main(["--data", str(data), "--set", "confirm"])
+    assert stopped.value.code == 2
