@@ -15,7 +15,9 @@ sub-sampler.
    over the exploitation points (the campaign's grid, or every value of inputs that take few
    values; where inputs take many values and the points outnumber a batch's rows, two rows at
    each of half as many, so that configurations are compared at one input:
-   ``ExploitSettings.contrast``, decision 0027): at each, the predicted optimum, the optimum
+   ``ExploitSettings.contrast``, decision 0027; those points are the half, of twice as many
+   drawn at random, where the ensemble's choice is least certain:
+   ``ExploitSettings.focus``, decision 0046): at each, the predicted optimum, the optimum
    predicted by a model of the point's own rows alone (a hedge against sharing where a value's
    optimum lies elsewhere), one incumbent of another point, and the best
    ``mean - kappa * sd`` among the valid one-parameter neighbours of the point's incumbent,
@@ -359,6 +361,8 @@ class GAAdaptiveSampler(Sampler):
         if self.points is not None and len(self.points):
             points = self.points.reset_index(drop=True)
             counts = _spread(n, len(points), contrast, rng)
+            if not self._finite_inputs:
+                counts = self._focus(counts, model, measured, points, rng)
         else:
             points = self.space.sample_inputs(-(-n // contrast), rng)
             counts = _spread(n, len(points), contrast, rng)
@@ -377,6 +381,29 @@ class GAAdaptiveSampler(Sampler):
             own=own,
             turn=self._n_asks,
         )
+
+    def _focus(
+        self,
+        counts: np.ndarray,
+        model: BootstrapEnsemble,
+        measured: pd.DataFrame,
+        points: pd.DataFrame,
+        rng: np.random.Generator,
+    ) -> np.ndarray:
+        """``counts`` (rows per exploitation point) moved, the same rows per point, to the
+        points where the ensemble's choice is least certain (:meth:`Exploiter.choice_regret`)
+        among ``focus`` times as many drawn at random (``ExploitSettings.focus``, decision
+        0046); as they are where every point gets rows."""
+        chosen = np.flatnonzero(counts > 0)
+        size = min(len(points), self.exploiter.settings.focus * len(chosen))
+        if size <= len(chosen):
+            return counts
+        pool = rng.choice(len(points), size, replace=False)
+        regret = self.exploiter.choice_regret(model, measured, points.iloc[pool])
+        top = pool[np.argsort(-regret, kind="stable")[: len(chosen)]]
+        out = np.zeros_like(counts)
+        out[top] = counts[chosen]
+        return out
 
     def _own_models(
         self,
