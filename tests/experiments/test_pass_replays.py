@@ -64,6 +64,7 @@ def test_each_pass_is_a_table_scored_on_the_others(tmp_path, monkeypatch):
         assert np.allclose(replayed["time"].to_numpy(), cells[table_pass].to_numpy())
     # beside each header, a plain LightGBM argmin on the same campaign's samples
     assert ((rows["own_samples_model"] > 0.0) & (rows["own_samples_model"] <= 1.0)).all()
+    assert (rows["own_samples_model_below_0.67"] >= 0.0).all()
     summary = replays.summarize(rows)
     assert summary["runs"].tolist() == [2]
     gap = (rows["geomean"] - rows["own_samples_model"]).to_numpy()
@@ -81,12 +82,32 @@ def test_the_summary_counts_the_runs_more_than_002_below_the_model_on_their_samp
             "own_samples_model": [0.96, 0.93, 0.96],
             "worst": [0.8, 0.7, 0.9],
             "below_0.67": [0.0, 0.0, 0.0],
+            "own_samples_model_below_0.67": [0.0, 0.0, 0.0],
         }
     )
     summary = replays.summarize(rows)
     assert summary["runs > 0.02 below"].tolist() == [1]  # only 0.90 against 0.93
     assert np.isclose(summary["lowest gap"].iloc[0], -0.03)
-    assert "| -0.0300 | 1 |" in replays.markdown(summary)
+    assert "| -0.0300 | 1 | 0 |" in replays.markdown(summary)
+
+
+def test_the_summary_counts_the_runs_slower_than_15x_where_the_model_is_not():
+    """Done when 1 (b): a run counts where the header has a point below 0.67 and the model on
+    its samples (the median over its seeds) has none; not where both have one."""
+    rows = pd.DataFrame(
+        {
+            "case": ["lu"] * 4,
+            "label": ["x"] * 4,
+            "geomean": [0.95] * 4,
+            "own_samples_model": [0.95] * 4,
+            "worst": [0.6, 0.6, 0.8, 0.8],
+            "below_0.67": [2.0, 1.0, 0.0, 0.0],
+            "own_samples_model_below_0.67": [0.0, 1.0, 3.0, 0.0],
+        }
+    )
+    summary = replays.summarize(rows)
+    assert summary["runs slower than 1.5x where the model is not"].tolist() == [1]
+    assert replays.markdown(summary).rstrip().endswith("| 0 | 1 |")
 
 
 def test_auto_ships_no_more_configurations_than_no_bound(tmp_path, monkeypatch):
