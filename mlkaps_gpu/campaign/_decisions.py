@@ -589,6 +589,49 @@ def decide(
     return out
 
 
+def choice_losses(answers: pd.DataFrame, score: EvidenceScore, space: Space) -> np.ndarray:
+    """Per answer (a row of inputs and design), the expected loss of shipping it rather than
+    the best other candidate of its point (decision 0047), in the model space: with ``d`` the
+    rival's pessimistic estimate less the answer's and ``s`` the root sum of squares of their
+    uncertainties, ``E[max(0, answer - rival)] = s (phi(d / s) - (d / s) Phi(-d / s))`` for
+    normal errors (``max(0, -d)`` where ``s`` is 0; 0 where the point has no other candidate
+    that is not ruled out). The candidates are those :func:`decide` weighs
+    (:func:`_candidates`), the rival the best of them by the same pessimistic estimate. The
+    loss is large where a rival is within the spread of the answer and the spread is wide: a
+    measurement there is the likeliest to change what ships, and by the most."""
+    from scipy.stats import norm
+
+    grid = answers[space.names].reset_index(drop=True)
+    loss = np.zeros(len(grid))
+    if grid.empty:
+        return loss
+    table = _candidates(grid, score.evidence, space)
+    mean, uncertainty, _, ruled_out = score.estimate(table[space.names])
+    answer_mean, answer_uncertainty, _, _ = score.estimate(grid)
+    point = table["_point"].to_numpy()
+    own = (space.design_codes(table) == space.design_codes(grid)[point]).all(axis=1)
+    other = ~own & ~ruled_out
+    if not other.any():
+        return loss
+    rivals = pd.DataFrame(
+        {
+            "_point": point[other],
+            "_pessimistic": (mean + score.kappa * uncertainty)[other],
+            "_uncertainty": uncertainty[other],
+        }
+    )
+    best = rivals.sort_values(["_point", "_pessimistic"], kind="stable")
+    best = best.drop_duplicates("_point").set_index("_point")
+    at = best.index.to_numpy()
+    gap = best["_pessimistic"].to_numpy() - (answer_mean[at] + score.kappa * answer_uncertainty[at])
+    scale = np.hypot(answer_uncertainty[at], best["_uncertainty"].to_numpy())
+    spread = scale > 0
+    z = np.divide(gap, scale, out=np.zeros_like(gap), where=spread)
+    expected = scale * (norm.pdf(z) - z * norm.sf(z))
+    loss[at] = np.where(spread, expected, np.maximum(-gap, 0.0))
+    return loss
+
+
 def _candidates(grid: pd.DataFrame, evidence: Evidence, space: Space) -> pd.DataFrame:
     """Every grid point's candidates (``_point``: its row in ``grid``): the grid optimizer's
     choice, every valid design of the point where they are few enough to enumerate

@@ -1,13 +1,15 @@
 """The confirmation stage: measure the trees' answers before the header ships.
 
 Within the share of the budget the sampling stage left (``[sampling] confirm``), it measures the
-answers at the grid points where they were never measured, re-decides and refits the trees; when
-every answer is measured, a kernel measured live has the answers that rest on one measurement
-and measured surprisingly well (better than the model predicts, by more than twice the median
-residual) measured again, the most surprising first, one batch a round (the best of several
-noisy measurements is the likeliest to be a lucky one); what is left goes to the answers' most
-promising unmeasured neighbours. Where the budget (or the rounds) ends before an answer was
-measured and its point has measurements, a configuration measured there ships instead.
+answers at the grid points where they were never measured (where it cannot measure them all,
+those whose choice is least certain, by the expected loss against their point's best rival:
+decision 0047), re-decides and refits the trees; when every answer is measured, a kernel
+measured live has the answers that rest on one measurement and measured surprisingly well
+(better than the model predicts, by more than twice the median residual) measured again, the
+most surprising first, one batch a round (the best of several noisy measurements is the
+likeliest to be a lucky one); what is left goes to the answers' most promising unmeasured
+neighbours. Where the budget (or the rounds) ends before an answer was measured and its point
+has measurements, a configuration measured there ships instead.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import pandas as pd
 from mlkaps_gpu._numbers import plain
 from mlkaps_gpu.campaign._decisions import (
     EvidenceScore,
+    choice_losses,
     regret_against_best_known,
     regret_summary,
 )
@@ -157,13 +160,18 @@ class ConfirmationStage:
     def _least_certain(
         self, answers: pd.DataFrame, score: EvidenceScore, n: int, rounds: int
     ) -> pd.DataFrame:
-        """The ``n`` unmeasured answers whose estimate is least certain (the ensemble's
-        spread, largest first; ties in a seeded random order): the confirmation measures where
-        the shipped answer could be most wrong."""
-        _, uncertainty, _, _ = score.estimate(answers[self.context.space.names])
+        """The ``n`` unmeasured answers whose choice is least certain: the largest expected
+        loss against the best other candidate of their point (:func:`choice_losses`), then
+        the largest spread of their estimate, ties in a seeded random order. The confirmation
+        measures where a measurement is likeliest to change what ships, and by the most
+        (decision 0047: before it, the widest estimates came first, though an answer far ahead
+        of its rivals seldom changes)."""
+        space = self.context.space
+        _, uncertainty, _, _ = score.estimate(answers[space.names])
+        loss = choice_losses(answers, score, space)
         rng = np.random.default_rng([self.context.seed, rounds, 17])
         tie_break = rng.permutation(len(answers))
-        order = np.lexsort((tie_break, -np.round(uncertainty, 6)))
+        order = np.lexsort((tie_break, -np.round(uncertainty, 6), -np.round(loss, 8)))
         return answers.iloc[np.sort(order[:n])]
 
     def _surprising(self, answers: pd.DataFrame, score: EvidenceScore) -> pd.DataFrame:
