@@ -296,6 +296,58 @@ verify_inputs = 200
     }
 
 
+@pytest.mark.compiler
+def test_autoheuristic_campaign_without_triton_choices(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A file whose choices are all other than Triton configurations (as AutoHeuristic's
+    pad_mm data: ``orig`` or ``pad``) tunes unchanged: ``kind`` is the only design parameter,
+    and the header answers the data's own choice names, the faster one on each side."""
+    metadata = {"numerical_features": ["m", "k"], "categorical_features": ["dtype"]}
+    lines = [json.dumps(metadata), "m,k,dtype,choice,feedback"]
+    for m in np.unique(np.round(np.geomspace(2, 8192, 30)).astype(int)):
+        for k in (1000, 4000):
+            for choice in ("orig", "pad"):
+                # padding pays from m = 256 on, by 1.5x either side of it
+                faster = (choice == "pad") == (m >= 256)
+                for repeat in (1.0, 1.02, 0.98):
+                    time = (1.0 if faster else 1.5) * repeat * k / 1000
+                    lines.append(f"{m},{k},torch.float16,{choice},{time}")
+    data = tmp_path / "pad_mm.txt"
+    data.write_text("\n".join(lines) + "\n")
+    text = f"""
+[campaign]
+name = "pad"
+seed = 2
+
+[kernel]
+executor = "replay"
+format = "autoheuristic"
+files = "{data}"
+
+[objectives]
+time = "minimize"
+
+[sampling]
+budget = 40
+
+[trees]
+prefix = "pad"
+verify_inputs = 200
+"""
+    campaign = make_campaign(tmp_path, text)
+    campaign.run()
+    assert campaign.space.design_names == ["kind"]
+    campaign.close()
+    shapes = tmp_path / "ask.csv"
+    pd.DataFrame(
+        {"m": [3, 20, 2000, 8000], "k": [1000, 4000, 1000, 4000], "dtype": ["torch.float16"] * 4}
+    ).to_csv(shapes, index=False)
+    assert main(["select", str(tmp_path / "run"), "--csv", str(shapes), "--as-choice"]) == 0
+    table = pd.read_csv(__import__("io").StringIO(capsys.readouterr().out))
+    assert table["choice"].tolist() == ["orig", "orig", "pad", "pad"]
+
+
 # ------------------------------------------------------------------------------ config errors
 @pytest.mark.parametrize(
     ("extra", "message"),
