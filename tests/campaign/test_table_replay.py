@@ -252,15 +252,13 @@ def write_autoheuristic(path: Path) -> Path:
     return path
 
 
-@pytest.mark.compiler
-def test_autoheuristic_campaign_names_its_answers(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    data = write_autoheuristic(tmp_path / "mm.txt")
-    text = f"""
+def autoheuristic_config(data: Path, name: str, *, seed: int, budget: int) -> str:
+    """A campaign replaying the AutoHeuristic file ``data`` as it is (``name`` also the
+    header's prefix)."""
+    return f"""
 [campaign]
-name = "ah"
-seed = 1
+name = "{name}"
+seed = {seed}
 
 [kernel]
 executor = "replay"
@@ -271,13 +269,20 @@ files = "{data}"
 time = "minimize"
 
 [sampling]
-budget = 60
+budget = {budget}
 
 [trees]
-prefix = "ah"
+prefix = "{name}"
 verify_inputs = 200
 """
-    campaign = make_campaign(tmp_path, text)
+
+
+@pytest.mark.compiler
+def test_autoheuristic_campaign_names_its_answers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = write_autoheuristic(tmp_path / "mm.txt")
+    campaign = make_campaign(tmp_path, autoheuristic_config(data, "ah", seed=1, budget=60))
     campaign.run()
     assert campaign.space.design_names[0] == "kind"
     campaign.close()
@@ -315,27 +320,7 @@ def test_autoheuristic_campaign_without_triton_choices(
                     lines.append(f"{m},{k},torch.float16,{choice},{time}")
     data = tmp_path / "pad_mm.txt"
     data.write_text("\n".join(lines) + "\n")
-    text = f"""
-[campaign]
-name = "pad"
-seed = 2
-
-[kernel]
-executor = "replay"
-format = "autoheuristic"
-files = "{data}"
-
-[objectives]
-time = "minimize"
-
-[sampling]
-budget = 40
-
-[trees]
-prefix = "pad"
-verify_inputs = 200
-"""
-    campaign = make_campaign(tmp_path, text)
+    campaign = make_campaign(tmp_path, autoheuristic_config(data, "pad", seed=2, budget=40))
     campaign.run()
     assert campaign.space.design_names == ["kind"]
     campaign.close()
