@@ -5,6 +5,7 @@ name the file and the key (exit 2)."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 from pathlib import Path
@@ -291,7 +292,7 @@ def test_autoheuristic_campaign_names_its_answers(
         {"m": [2, 300, 7000], "k": [1024, 4096, 50], "mat1_dtype": ["torch.float16"] * 3}
     ).to_csv(shapes, index=False)
     assert main(["select", str(tmp_path / "run"), "--csv", str(shapes), "--as-choice"]) == 0
-    table = pd.read_csv(__import__("io").StringIO(capsys.readouterr().out))
+    table = pd.read_csv(io.StringIO(capsys.readouterr().out))
     assert len(table) == 3 and "choice" in table.columns
     design = table.drop(columns=["m", "k", "mat1_dtype", "choice"])
     assert table["choice"].tolist() == [choice_of(row) for row in design.to_dict("records")]
@@ -329,7 +330,7 @@ def test_autoheuristic_campaign_without_triton_choices(
         {"m": [3, 20, 2000, 8000], "k": [1000, 4000, 1000, 4000], "dtype": ["torch.float16"] * 4}
     ).to_csv(shapes, index=False)
     assert main(["select", str(tmp_path / "run"), "--csv", str(shapes), "--as-choice"]) == 0
-    table = pd.read_csv(__import__("io").StringIO(capsys.readouterr().out))
+    table = pd.read_csv(io.StringIO(capsys.readouterr().out))
     assert table["choice"].tolist() == ["orig", "orig", "pad", "pad"]
 
 
