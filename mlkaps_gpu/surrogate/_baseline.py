@@ -53,6 +53,9 @@ class InputBaseline:
             if c not in self.categorical and bool((features[:, c] > 0).all())
         ]
         self.levels_ = {c: np.unique(features[:, c]) for c in self.categorical}
+        numeric = [c for c in self.columns if c not in self.categorical]
+        self.low_ = features[:, numeric].min(axis=0) if len(features) else np.zeros(0)
+        self.high_ = features[:, numeric].max(axis=0) if len(features) else np.zeros(0)
         # second-order terms of the centred numeric inputs: nearly uncorrelated with the
         # first-order ones, so the ridge does not share a straight trend between them
         self.centre_ = np.array([values.mean() for values in self._numeric(features)])
@@ -67,14 +70,22 @@ class InputBaseline:
         return self
 
     def _numeric(self, features: np.ndarray) -> list[np.ndarray]:
-        """The numeric input columns, in the logs where positive in training."""
-        return [
-            np.log(np.maximum(features[:, c], np.finfo(np.float64).tiny))
-            if c in self.logs_
-            else features[:, c]
-            for c in self.columns
-            if c not in self.categorical
-        ]
+        """The numeric input columns, held within their training range, in the logs where
+        positive in training. A second-order fit has no meaning outside the range it was
+        fitted on: a value past it (a 0 where training held only positive values, whose log
+        is -708) takes the trend at the nearest end, as the trees do, instead of a square
+        that overflows the prediction."""
+        numeric = [c for c in self.columns if c not in self.categorical]
+        low, high = getattr(self, "low_", None), getattr(self, "high_", None)
+        columns = []
+        for i, c in enumerate(numeric):
+            values = features[:, c]
+            if low is not None and high is not None:
+                values = np.clip(values, low[i], high[i])
+            if c in self.logs_:
+                values = np.log(np.maximum(values, np.finfo(np.float64).tiny))
+            columns.append(values)
+        return columns
 
     def _design(self, features: np.ndarray) -> np.ndarray:
         parts: list[np.ndarray] = []

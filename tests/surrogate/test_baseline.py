@@ -96,3 +96,26 @@ def test_without_a_numeric_input_or_with_the_setting_off_there_is_no_baseline():
     # an ensemble made before baselines (no attribute) predicts with its members alone
     del plain.baseline_
     assert np.isfinite(plain.predict(x)).all()
+
+
+def test_a_value_past_the_training_range_takes_the_trend_at_its_end():
+    """An alignment input (``k % 8``) whose sampled rows happened to be all positive is fitted
+    in the logs; a shape where it is 0 (log -708, squared 5e5) once made the prediction
+    overflow and every regret NaN. Past the range, a column takes its value at the nearest
+    end: the prediction stays finite, the same as at that end."""
+    rng = np.random.default_rng(0)
+    align = rng.integers(1, 8, 200).astype(float)
+    k = np.exp(rng.uniform(np.log(16), np.log(4096), 200))
+    target = np.log(k) + 0.1 * align + 0.05 * np.log(k) * np.log(align)
+    x = np.column_stack([align, k])
+    baseline = InputBaseline([0, 1]).fit(x, target)
+    assert baseline.logs_ == [0, 1]
+    at_zero, at_low = baseline.predict(np.array([[0.0, 100.0], [align.min(), 100.0]]))
+    assert np.isfinite(at_zero) and at_zero == at_low
+    far, at_high = baseline.predict(np.array([[3.0, 1e12], [3.0, k.max()]]))
+    assert far == at_high
+    # inside the range nothing changes: the fit still follows the target
+    np.testing.assert_allclose(baseline.predict(x), target, atol=0.05)
+    model = BootstrapEnsemble(baseline_features=[0, 1], seed=0, n_estimators=20)
+    model.fit(x, np.exp(target))
+    assert np.isfinite(model.predict(np.array([[0.0, 100.0], [0.0, 1e12]]))).all()
