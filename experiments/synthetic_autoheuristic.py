@@ -27,6 +27,12 @@ GPU: figures from it say whether the method generalises, never what a GPU does.
 
     python experiments/synthetic_autoheuristic.py --out DIR
     python experiments/bench_inputs.py --data DIR/synthetic_mm.txt.gz --shares 2,5 --seeds 0-4
+
+Two options change one thing each, to probe structures the real tables do not have:
+``--alignment`` adds each size modulo 8 as an input (as PyTorch's pad_mm records alignment;
+``synthetic_mm_align.txt.gz``), ``--listed-share P`` lists at each shape a random share P of
+Inductor's configurations for it, a list no function of the shape predicts
+(``synthetic_mm_listed<100 P>.txt.gz``).
 """
 
 from __future__ import annotations
@@ -135,13 +141,23 @@ def shapes(count: int, rng: np.random.Generator) -> list[tuple[int, int, int, st
     return sorted(out)
 
 
-def rows(count: int, seed: int = 1) -> list[tuple[int, int, int, str, str, float]]:
-    """(m, n, k, dtype, choice, feedback) rows: three repeats of every listed cell."""
+def rows(
+    count: int, seed: int = 1, listed_share: float = 1.0
+) -> list[tuple[int, int, int, str, str, float]]:
+    """(m, n, k, dtype, choice, feedback) rows: three repeats of every listed cell. With
+    ``listed_share`` below 1, each shape lists that share of Inductor's configurations for it
+    (at least one), drawn at random: a list no function of the shape predicts."""
     rng = np.random.default_rng(seed)
+    drop = np.random.default_rng([seed, 1])
     out = []
     for m, n, k, dtype in shapes(count, rng):
         size = DTYPES[dtype]
-        cells = [(choice_string(c), triton_time(m, n, k, size, c)) for c in listed(m, n, k)]
+        configs = listed(m, n, k)
+        if listed_share < 1.0:
+            keep = max(1, round(listed_share * len(configs)))
+            chosen = np.sort(drop.choice(len(configs), size=keep, replace=False))
+            configs = [configs[i] for i in chosen]
+        cells = [(choice_string(c), triton_time(m, n, k, size, c)) for c in configs]
         cells.append((EXTERN, extern_time(m, n, k, size)))
         for choice, time in cells:
             for _ in range(3):
@@ -154,19 +170,35 @@ def rows(count: int, seed: int = 1) -> list[tuple[int, int, int, str, str, float
     return out
 
 
-def write(folder: Path, count: int = 3000, seed: int = 1) -> Path:
-    """Write ``synthetic_mm.txt.gz`` into ``folder``; its path."""
+def write(
+    folder: Path,
+    count: int = 3000,
+    seed: int = 1,
+    *,
+    alignment: bool = False,
+    listed_share: float = 1.0,
+) -> Path:
+    """Write ``synthetic_mm.txt.gz`` into ``folder``; its path. ``alignment`` adds the inputs
+    ``m_align``, ``n_align`` and ``k_align`` (each size modulo 8, as PyTorch's pad_mm records
+    its alignment: 0 at most shapes) and names the file ``synthetic_mm_align``;
+    ``listed_share`` below 1 (:func:`rows`) names it ``synthetic_mm_listed<percent>``."""
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "synthetic_mm.txt.gz"
+    name = "synthetic_mm" + ("_align" if alignment else "")
+    if listed_share < 1.0:
+        name += f"_listed{round(100 * listed_share)}"
+    path = folder / f"{name}.txt.gz"
+    numeric = ["m", "n", "k"] + (["m_align", "n_align", "k_align"] if alignment else [])
     metadata = {
-        "name": "synthetic_mm",
+        "name": name,
         "shared_memory": SHARED_MEMORY,
         "device_capa": [8, 0],
-        "numerical_features": ["m", "n", "k"],
+        "numerical_features": numeric,
         "categorical_features": ["dtype"],
     }
-    lines = [json.dumps(metadata), "m,n,k,dtype,choice,feedback"]
-    lines += [f"{m},{n},{k},{d},{c},{t!r}" for m, n, k, d, c, t in rows(count, seed)]
+    lines = [json.dumps(metadata), ",".join([*numeric, "dtype", "choice", "feedback"])]
+    for m, n, k, d, c, t in rows(count, seed, listed_share):
+        aligned = f"{m % 8},{n % 8},{k % 8}," if alignment else ""
+        lines.append(f"{m},{n},{k},{aligned}{d},{c},{t!r}")
     with gzip.open(path, "wt", encoding="utf-8") as handle:
         handle.write("\n".join(lines) + "\n")
     return path
@@ -177,10 +209,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True, help="folder of the file")
     parser.add_argument("--shapes", type=int, default=3000, help="distinct shapes")
     parser.add_argument("--seed", type=int, default=1, help="seed of the shapes and noise")
+    parser.add_argument(
+        "--alignment",
+        action="store_true",
+        help="also the inputs m_align, n_align, k_align (each size modulo 8, as pad_mm records)",
+    )
+    parser.add_argument(
+        "--listed-share",
+        type=float,
+        default=1.0,
+        help="share of Inductor's configurations each shape lists, drawn at random (default 1)",
+    )
     args = parser.parse_args(argv)
     if args.shapes < 1:
         parser.error("--shapes must be at least 1")
-    path = write(args.out, args.shapes, args.seed)
+    if not 0.0 < args.listed_share <= 1.0:
+        parser.error(f"--listed-share must be in (0, 1], got {args.listed_share}")
+    path = write(
+        args.out,
+        args.shapes,
+        args.seed,
+        alignment=args.alignment,
+        listed_share=args.listed_share,
+    )
     print(f"wrote {path.name} into the folder given by --out ({args.shapes} shapes)")
     return 0
 

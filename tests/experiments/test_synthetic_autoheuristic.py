@@ -51,7 +51,28 @@ def test_written_file_is_replayed_as_it_is(tmp_path):
         setup.executor.close()
 
 
-@pytest.mark.parametrize("argv", [["--shapes", "0"]])
+def test_variants_add_alignment_inputs_and_list_a_random_share(tmp_path):
+    """``alignment``: each size modulo 8 as an input (0 at most shapes); ``listed_share``:
+    each shape lists that share of Inductor's configurations (at least one), extern always."""
+    aligned = synthetic.write(tmp_path, count=30, seed=3, alignment=True)
+    assert aligned.name == "synthetic_mm_align.txt.gz"
+    metadata, frame = read_autoheuristic(aligned)
+    assert metadata["numerical_features"] == ["m", "n", "k", "m_align", "n_align", "k_align"]
+    assert (frame["k_align"] == frame["k"] % 8).all()
+    full = read_autoheuristic(synthetic.write(tmp_path, count=30, seed=3))[1]
+    half = synthetic.write(tmp_path, count=30, seed=3, listed_share=0.5)
+    assert half.name == "synthetic_mm_listed50.txt.gz"
+    part = read_autoheuristic(half)[1]
+    shape = ["m", "n", "k", "dtype"]
+    per_full = full.groupby(shape)["choice"].nunique()
+    per_part = part.groupby(shape)["choice"].nunique()
+    assert per_part.index.equals(per_full.index)
+    triton = per_full - 1  # extern_mm is always listed
+    assert ((per_part - 1) == np.maximum(1, np.round(0.5 * triton))).all()
+    assert (part.choice == synthetic.EXTERN).sum() == 30 * 3
+
+
+@pytest.mark.parametrize("argv", [["--shapes", "0"], ["--listed-share", "0"]])
 def test_bad_arguments_exit_2(tmp_path, argv):
     with pytest.raises(SystemExit) as exc:
         synthetic.main(["--out", str(tmp_path), *argv])
