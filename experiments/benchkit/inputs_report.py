@@ -57,33 +57,44 @@ def write_figure(truth: Truth, curves: dict[str, np.ndarray], path: Path, title:
     import matplotlib.pyplot as plt
 
     size, label = truth.size_axis()
-    figure, axes = plt.subplots(figsize=(9, 5))
+    figure, axes = plt.subplots(figsize=(11, 5))
+    # one colour per tool (matplotlib's default cycle repeats after ten); the project's rows
+    # drawn thicker, the rows measured live dashed
+    # (tab20's ten strong hues first, then their light pairs)
+    colours = plt.get_cmap("tab20").colors
+    palette = colours[0::2] + colours[1::2]
     order = np.argsort(size, kind="stable")
     bins = None
     if truth.n_points > 120:
         edges = np.geomspace(max(size.min(), 1e-12), size.max() * 1.0001, 25)
         bins = np.clip(np.searchsorted(edges, size, side="right") - 1, 0, len(edges) - 2)
     lowest = 1.0
-    for tool, fractions in sorted(
-        curves.items(), key=lambda item: -np.mean(np.log(np.maximum(item[1], 1e-300)))
-    ):
+    ranked = sorted(curves.items(), key=lambda item: -np.mean(np.log(np.maximum(item[1], 1e-300))))
+    for number, (tool, fractions) in enumerate(ranked):
+        style = {
+            "marker": "o",
+            "markersize": 3,
+            "linewidth": 2.0 if tool.startswith("project") else 1.0,
+            "linestyle": "--" if "measured live" in tool else "-",
+            "color": palette[number % len(palette)],
+            "label": tool,
+        }
         if bins is None:
-            axes.plot(
-                size[order], fractions[order], marker="o", markersize=3, linewidth=1, label=tool
-            )
+            axes.plot(size[order], fractions[order], **style)
             lowest = min(lowest, float(fractions.min()))
             continue
         used = np.unique(bins)
         centres = [np.exp(np.mean(np.log(size[bins == b]))) for b in used]
         geomeans = [np.exp(np.mean(np.log(np.maximum(fractions[bins == b], 1e-300)))) for b in used]
-        axes.plot(centres, geomeans, marker="o", markersize=3, linewidth=1, label=tool)
+        axes.plot(centres, geomeans, **style)
         lowest = min(lowest, min(geomeans))
     axes.set_xscale("log")
     axes.set_xlabel(label + (" (geomean per log bin)" if bins is not None else ""))
     axes.set_ylabel("fraction of the optimum (t_opt / t)")
     axes.set_ylim(max(0.0, math.floor(lowest * 10) / 10 - 0.05), 1.01)
     axes.set_title(title)
-    axes.legend(fontsize=7, loc="lower left")
+    # beside the axes, not over the curves (a fixed default low on the plot is hidden below)
+    axes.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     figure.tight_layout()
     figure.savefig(path, dpi=120)
     plt.close(figure)
