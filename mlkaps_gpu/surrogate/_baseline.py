@@ -54,8 +54,8 @@ class InputBaseline:
         ]
         self.levels_ = {c: np.unique(features[:, c]) for c in self.categorical}
         numeric = [c for c in self.columns if c not in self.categorical]
-        self.low_ = features[:, numeric].min(axis=0) if len(features) else np.zeros(0)
-        self.high_ = features[:, numeric].max(axis=0) if len(features) else np.zeros(0)
+        self.low_ = features[:, numeric].min(axis=0)
+        self.high_ = features[:, numeric].max(axis=0)
         # second-order terms of the centred numeric inputs: nearly uncorrelated with the
         # first-order ones, so the ridge does not share a straight trend between them
         self.centre_ = np.array([values.mean() for values in self._numeric(features)])
@@ -74,7 +74,8 @@ class InputBaseline:
         positive in training. A second-order fit has no meaning outside the range it was
         fitted on: a value past it (a 0 where training held only positive values, whose log
         is -708) takes the trend at the nearest end, as the trees do, instead of a square
-        that overflows the prediction."""
+        that overflows the prediction. (A baseline pickled before the range was kept is not
+        held.)"""
         numeric = [c for c in self.columns if c not in self.categorical]
         low, high = getattr(self, "low_", None), getattr(self, "high_", None)
         columns = []
