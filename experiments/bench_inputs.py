@@ -96,7 +96,7 @@ import pandas as pd
 from benchkit import inputs_noise as noise
 from benchkit import inputs_peers as peers
 from benchkit.configs import apply_override
-from benchkit.inputs_replay import header_choices, inductor_default
+from benchkit.inputs_replay import header_choices, inductor_default, walk_ranking
 from benchkit.inputs_report import markdown_tables, summarize_rows, write_figure
 from benchkit.inputs_truth import (
     Truth,
@@ -123,6 +123,8 @@ GPU_CASES = ("gemm_cuda",)
 EXTRA_SAMPLERS = ("lhs", "random", "hvs")
 MODEL_SEEDS = 5
 HEADER = "project header"
+#: The replay header's first answer alone, where the data does not list it at a point included.
+HEADER_FIRST = f"{HEADER} (first answer only)"
 CAMPAIGN_LGBM = "LightGBM argmin on the campaign's samples"
 TRUTH_REPLAY = f"{HEADER} (replay of the truth table)"
 #: Suffix of the budgeted peers drawing from cells measured live like the campaign's.
@@ -149,6 +151,11 @@ PEER_NOTES = (
     "configurations added greedily for the lowest worst slowdown over them, a depth-6 "
     "DecisionTreeClassifier from the inputs (log numeric, categorical codes) to the portfolio "
     "entry; a point answers the listed entry of highest leaf share.",
+    "project header (table replays): at each point the first configuration of the header's "
+    "ranking (`<prefix>_ranked`: its answer, then its other configurations in the order the "
+    "point's leaf ranks them) that the point lists, as PyTorch's AutoHeuristic takes its first "
+    "ranked choice the shape generates; (first answer only): `<prefix>_select`'s answer "
+    "wherever it is listed or not.",
     "random cells + LightGBM argmin: B random listed cells, LightGBM (300 trees, 31 leaves) on "
     "log time from input and design features (a failed cell: the worst log time seen + log 2), "
     "argmin over the configurations listed at each point.",
@@ -236,7 +243,22 @@ def run_replay_project(
     max_configs: int | str | None = None,
 ) -> np.ndarray:
     """A campaign on the replay configuration at budget B (``[trees] max_configs`` set where
-    given); its header's answers."""
+    given); its header's answers, each the first of its ranking the point lists."""
+    return replay_header_answers(case, replay, truth, budget, seed, workdir, max_configs)[1]
+
+
+def replay_header_answers(
+    case: str,
+    replay: tuple[dict[str, Any], Path],
+    truth: Truth,
+    budget: int,
+    seed: int,
+    workdir: Path,
+    max_configs: int | str | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`run_replay_project`'s campaign; its header's first answer at every point, and the
+    first answer of its ranking (``<prefix>_ranked``) that the point lists (the first answer
+    where the header ranks nothing)."""
     from benchkit.configs import to_toml
 
     import mlkaps_gpu
@@ -262,7 +284,12 @@ def run_replay_project(
         prefix=campaign.config.trees.prefix,
         build_dir=workdir / path.stem / "build",
     )
-    return header_choices(truth, compiled(truth.inputs.copy()))
+    first = header_choices(truth, compiled(truth.inputs.copy()))
+    if not compiled.ranks:
+        return first, first
+    frames, counts = compiled.ranked(truth.inputs.copy())
+    ranked = [header_choices(truth, frame) for frame in frames]
+    return first, walk_ranking(truth, ranked, counts)
 
 
 def bench_replay(
@@ -356,10 +383,8 @@ def bench_replay(
             seconds: dict[str, float] = {}
             if replay is not None:
                 tuning = time.perf_counter()
-                by_tool = {
-                    HEADER: run_replay_project(case, replay, truth, budget, seed, workdir),
-                    **by_tool,
-                }
+                first, walked = replay_header_answers(case, replay, truth, budget, seed, workdir)
+                by_tool = {HEADER: walked, HEADER_FIRST: first, **by_tool}
                 seconds[HEADER] = time.perf_counter() - tuning
                 if max_configs is not None:
                     bounded = f"{HEADER} (max_configs = {max_configs})"

@@ -19,6 +19,12 @@
  *   to the trees' one (sum of value-code distances over the constrained parameters, ties to the
  *   first) among every combination of nb. So no input inside the domain gets an invalid
  *   configuration unless none is valid there (then the trees' one is returned).
+ * lu_ranked(inputs..., lu_config *out, int max) writes up to max configurations, best first, and
+ *   returns how many: lu_select()'s answer, then the other 12 configurations of this header in the
+ *   order the inputs' leaf ranks them (fewest of its tuned points where they are invalid, then
+ *   least predicted regret), without those that fail the constraints. A library that cannot run
+ *   the first at some inputs (a kernel it did not generate there) takes the first it can. Host
+ *   code only.
  * source: NOT MEASURED: the trees are fitted to the analytic cost model of
  *   scripts/kernel_models.py (a cheap, machine-independent stand-in for a tuning campaign);
  *   regenerate with scripts/regenerate_headers.py, or run a campaign for real trees
@@ -778,6 +784,89 @@ static inline LU_HD lu_config lu_select(long long m, long long n)
         config = lu_fallback(m_clamped, n_clamped, config);
     }
     return config;
+}
+
+static inline int lu_ranked(long long m, long long n, lu_config *out, int max)
+{
+    static const lu_config portfolio[13] = {
+        {32LL, LU_PANEL_RECURSIVE, 16LL, 128LL, 8LL},
+        {32LL, LU_PANEL_RECURSIVE, 32LL, 64LL, 8LL},
+        {64LL, LU_PANEL_RECURSIVE, 8LL, 64LL, 4LL},
+        {64LL, LU_PANEL_RECURSIVE, 8LL, 128LL, 8LL},
+        {64LL, LU_PANEL_RECURSIVE, 16LL, 64LL, 4LL},
+        {64LL, LU_PANEL_RECURSIVE, 32LL, 32LL, 5LL},
+        {64LL, LU_PANEL_RECURSIVE, 32LL, 32LL, 6LL},
+        {64LL, LU_PANEL_RECURSIVE, 32LL, 32LL, 7LL},
+        {64LL, LU_PANEL_RECURSIVE, 32LL, 32LL, 8LL},
+        {64LL, LU_PANEL_RECURSIVE, 32LL, 64LL, 8LL},
+        {64LL, LU_PANEL_RECURSIVE, 64LL, 16LL, 3LL},
+        {64LL, LU_PANEL_RECURSIVE, 64LL, 32LL, 8LL},
+        {128LL, LU_PANEL_RECURSIVE, 32LL, 64LL, 8LL}
+    };
+    static const unsigned char order[26][13] = {
+        {2, 4, 10, 5, 6, 7, 3, 8, 9, 11, 1, 0, 12},
+        {10, 2, 4, 5, 6, 7, 8, 3, 11, 9, 1, 0, 12},
+        {4, 10, 5, 2, 6, 7, 3, 8, 9, 11, 0, 1, 12},
+        {5, 6, 7, 4, 8, 3, 10, 2, 9, 11, 12, 1, 0},
+        {5, 4, 6, 7, 10, 2, 8, 3, 11, 9, 1, 0, 12},
+        {6, 7, 5, 8, 4, 3, 11, 10, 2, 9, 1, 0, 12},
+        {7, 6, 8, 5, 3, 4, 9, 11, 12, 10, 2, 1, 0},
+        {8, 7, 6, 11, 12, 9, 3, 5, 4, 1, 0, 10, 2},
+        {3, 5, 6, 4, 7, 8, 10, 2, 0, 11, 9, 1, 12},
+        {6, 7, 5, 8, 3, 4, 9, 10, 2, 1, 11, 0, 12},
+        {0, 8, 7, 6, 3, 1, 5, 11, 9, 4, 10, 2, 12},
+        {1, 0, 9, 8, 7, 11, 6, 3, 5, 4, 10, 2, 12},
+        {8, 7, 6, 9, 3, 11, 5, 1, 4, 0, 12, 10, 2},
+        {9, 11, 8, 1, 7, 0, 6, 3, 5, 12, 4, 2, 10},
+        {9, 11, 8, 7, 3, 6, 12, 1, 0, 5, 4, 2, 10},
+        {8, 7, 6, 3, 5, 9, 11, 4, 10, 2, 1, 0, 12},
+        {11, 8, 7, 6, 9, 3, 5, 4, 1, 10, 0, 2, 12},
+        {9, 11, 8, 7, 6, 3, 5, 1, 4, 0, 10, 2, 12},
+        {8, 7, 9, 11, 6, 3, 5, 4, 1, 0, 10, 2, 12},
+        {9, 11, 8, 7, 6, 3, 5, 1, 0, 4, 10, 2, 12},
+        {9, 11, 8, 7, 6, 3, 5, 1, 0, 4, 10, 2, 12},
+        {12, 9, 11, 8, 7, 6, 3, 5, 1, 0, 4, 10, 2},
+        {9, 11, 8, 12, 7, 3, 6, 1, 5, 0, 4, 2, 10},
+        {12, 9, 11, 8, 7, 3, 6, 1, 5, 0, 4, 2, 10},
+        {9, 11, 12, 8, 7, 3, 6, 1, 0, 5, 4, 2, 10},
+        {12, 9, 11, 8, 7, 3, 6, 1, 5, 0, 4, 2, 10}
+    };
+    double x[2];
+    int leaf, k, count;
+    double m_clamped = (double)m;
+    if (!(m_clamped >= 64.0)) { /* below the domain, or NaN */
+        m_clamped = 64.0;
+    }
+    if (m_clamped > 1024.0) {
+        m_clamped = 1024.0;
+    }
+    double n_clamped = (double)n;
+    if (!(n_clamped >= 64.0)) { /* below the domain, or NaN */
+        n_clamped = 64.0;
+    }
+    if (n_clamped > 1024.0) {
+        n_clamped = 1024.0;
+    }
+    if (max < 1) {
+        return 0;
+    }
+    out[0] = lu_select(m, n);
+    count = 1;
+    x[0] = lu_float32_feature((double)m);
+    x[1] = lu_float32_feature((double)n);
+    leaf = lu_joint_leaf(x);
+    for (k = 0; k < 13 && count < max; ++k) {
+        const lu_config *candidate = &portfolio[order[leaf][k]];
+        if (candidate->nb == out[0].nb && candidate->panel == out[0].panel && candidate->tile_m == out[0].tile_m && candidate->tile_n == out[0].tile_n && candidate->threads == out[0].threads) {
+            continue;
+        }
+        if (!lu_satisfies(m_clamped, n_clamped, candidate)) {
+            continue;
+        }
+        out[count] = *candidate;
+        count += 1;
+    }
+    return count;
 }
 
 #endif /* LU_SELECTOR_H_INCLUDED */

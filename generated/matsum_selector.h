@@ -11,6 +11,12 @@
  * Constraints: none.
  * matsum_is_valid(inputs..., &config) is 1 when every input and field lies in its domain and every
  *   constraint holds.
+ * matsum_ranked(inputs..., matsum_config *out, int max) writes up to max configurations, best
+ *   first, and returns how many: matsum_select()'s answer, then the other 5 configurations of this
+ *   header in the order the inputs' leaf ranks them (fewest of its tuned points where they are
+ *   invalid, then least predicted regret), without those that fail the constraints. A library that
+ *   cannot run the first at some inputs (a kernel it did not generate there) takes the first it
+ *   can. Host code only.
  * source: NOT MEASURED: the trees are fitted to the analytic cost model of
  *   scripts/kernel_models.py (a cheap, machine-independent stand-in for a tuning campaign);
  *   regenerate with scripts/regenerate_headers.py, or run a campaign for real trees
@@ -504,6 +510,91 @@ static inline MATSUM_HD matsum_config matsum_select(long long n, long long m)
     leaf = matsum_joint_leaf(x);
     config.T = matsum_T_value(leaf);
     return config;
+}
+
+static inline int matsum_ranked(long long n, long long m, matsum_config *out, int max)
+{
+    static const matsum_config portfolio[6] = {
+        {1LL},
+        {2LL},
+        {3LL},
+        {4LL},
+        {5LL},
+        {6LL}
+    };
+    static const unsigned char order[52][6] = {
+        {0, 1, 2, 3, 4, 5},
+        {0, 1, 2, 3, 4, 5},
+        {1, 0, 2, 3, 4, 5},
+        {0, 1, 2, 3, 4, 5},
+        {0, 1, 2, 3, 4, 5},
+        {1, 0, 2, 3, 4, 5},
+        {0, 1, 2, 3, 4, 5},
+        {0, 1, 2, 3, 4, 5},
+        {1, 0, 2, 3, 4, 5},
+        {0, 1, 2, 3, 4, 5},
+        {1, 0, 2, 3, 4, 5},
+        {1, 2, 0, 3, 4, 5},
+        {0, 1, 2, 3, 4, 5},
+        {1, 0, 2, 3, 4, 5},
+        {1, 2, 0, 3, 4, 5},
+        {1, 2, 3, 0, 4, 5},
+        {2, 1, 3, 4, 5, 0},
+        {2, 3, 1, 4, 5, 0},
+        {3, 4, 2, 5, 1, 0},
+        {1, 2, 3, 0, 4, 5},
+        {2, 1, 3, 4, 5, 0},
+        {2, 3, 1, 4, 5, 0},
+        {3, 2, 4, 5, 1, 0},
+        {3, 2, 4, 5, 1, 0},
+        {4, 3, 5, 2, 1, 0},
+        {5, 4, 3, 2, 1, 0},
+        {2, 3, 4, 5, 1, 0},
+        {0, 1, 2, 3, 4, 5},
+        {1, 2, 0, 3, 4, 5},
+        {1, 2, 0, 3, 4, 5},
+        {2, 1, 3, 4, 5, 0},
+        {2, 1, 3, 4, 5, 0},
+        {3, 2, 4, 5, 1, 0},
+        {3, 2, 4, 5, 1, 0},
+        {4, 5, 3, 2, 1, 0},
+        {2, 1, 3, 4, 5, 0},
+        {3, 4, 2, 5, 1, 0},
+        {3, 4, 5, 2, 1, 0},
+        {4, 5, 3, 2, 1, 0},
+        {5, 4, 3, 2, 1, 0},
+        {2, 3, 4, 5, 1, 0},
+        {5, 3, 4, 2, 1, 0},
+        {2, 3, 4, 5, 1, 0},
+        {4, 5, 3, 2, 1, 0},
+        {4, 5, 3, 2, 1, 0},
+        {5, 4, 3, 2, 1, 0},
+        {5, 4, 3, 2, 1, 0},
+        {2, 3, 4, 5, 1, 0},
+        {2, 3, 4, 5, 1, 0},
+        {5, 4, 3, 2, 1, 0},
+        {2, 3, 4, 5, 1, 0},
+        {2, 3, 4, 5, 1, 0}
+    };
+    double x[2];
+    int leaf, k, count;
+    if (max < 1) {
+        return 0;
+    }
+    out[0] = matsum_select(n, m);
+    count = 1;
+    x[0] = matsum_float32_feature((double)n);
+    x[1] = matsum_float32_feature((double)m);
+    leaf = matsum_joint_leaf(x);
+    for (k = 0; k < 6 && count < max; ++k) {
+        const matsum_config *candidate = &portfolio[order[leaf][k]];
+        if (candidate->T == out[0].T) {
+            continue;
+        }
+        out[count] = *candidate;
+        count += 1;
+    }
+    return count;
 }
 
 #endif /* MATSUM_SELECTOR_H_INCLUDED */

@@ -81,3 +81,21 @@ def header_choices(truth: Truth, chosen: pd.DataFrame) -> np.ndarray:
         )
     renamed = chosen.rename(columns={theirs[plain(c)]: c for c in truth.configs.columns})
     return truth.config_index(renamed)
+
+
+def walk_ranking(truth: Truth, ranked: list[np.ndarray], counts: np.ndarray) -> np.ndarray:
+    """Per point, the first of a header's ranked answers (``ranked[r]``: the truth's index of
+    every point's rank-``r`` answer, -1 where the data has no such choice) that the point lists,
+    as a library that cannot run a configuration it did not generate walks the ranking; the
+    first answer where none is listed (it then scores as the point's slowest)."""
+    answers = np.array(ranked[0], dtype=np.int64)
+    found = np.zeros(truth.n_points, dtype=bool)
+    listed = truth.listed
+    points = np.arange(truth.n_points)
+    for rank, indices in enumerate(ranked):
+        indices = np.asarray(indices, dtype=np.int64)
+        usable = (rank < counts) & (indices >= 0) & ~found
+        usable[usable] = listed[points[usable], indices[usable]]
+        answers[usable] = indices[usable]
+        found |= usable
+    return answers

@@ -27,7 +27,7 @@ from mlkaps_gpu.codegen._c_literals import (
 )
 from mlkaps_gpu.codegen._codegen_table import emit_table_leaf_function, table_layout
 from mlkaps_gpu.codegen._codegen_validity import ValidityWriter
-from mlkaps_gpu.codegen._names import InputNames, NamePlan, OutputNames
+from mlkaps_gpu.codegen._names import InputNames, NamePlan, OutputNames, unique_name
 from mlkaps_gpu.space import Parameter
 from mlkaps_gpu.trees import FLOAT32_MAX, DecisionModel, Selector, TreeStructure, tool_versions
 
@@ -146,6 +146,17 @@ def _header_comment(
             " larger one when training saw no NaN)."
         )
     lines += _validity_comment(model, plan)
+    if model.ranking is not None:
+        lines.append(
+            f"{plan.ranked_function}(inputs..., {plan.config_type} *out, int max) writes up to"
+            f" max configurations, best first, and returns how many: {plan.select_function}()'s"
+            f" answer, then the other {len(model.ranking.portfolio) - 1} configurations of this"
+            " header in the order the inputs' leaf ranks them (fewest of its tuned points where"
+            " they are invalid, then least predicted regret)"
+            + (", without those that fail the constraints" if model.validity else "")
+            + ". A library that cannot run the first at some inputs (a kernel it did not"
+            " generate there) takes the first it can. Host code only."
+        )
     for key, value in (provenance or {}).items():
         lines.append(f"{key}: {value}")
     wrapped = [
@@ -256,6 +267,106 @@ def _select_function(model: DecisionModel, plan: NamePlan, name: str) -> list[st
                 lines.append(f"{INDENT}{config}.{output_names.field} = {value};")
     lines.append(f"{INDENT}return {config};")
     lines.append("}")
+    return lines
+
+
+def _index_type(count: int) -> str:
+    """The smallest unsigned C type that holds the indices 0 .. count - 1."""
+    if count <= 256:
+        return "unsigned char"
+    return "unsigned short" if count <= 65536 else "unsigned int"
+
+
+def _ranked_function(
+    model: DecisionModel, plan: NamePlan, writer: ValidityWriter | None
+) -> list[str]:
+    """``<prefix>_ranked``: up to ``max`` configurations, best first (host code only: its
+    tables are static locals).
+
+    The first is ``<prefix>_select``'s answer; then the portfolio in the order the inputs'
+    leaf ranks it, without the first and, where ``select`` checks constraints, without those
+    that fail at the clamped inputs. :meth:`DecisionModel.ranked_codes` is the Python twin.
+    """
+    ranking = model.ranking
+    assert ranking is not None and len(model.trees) == 1
+    arguments = _select_arguments(model, plan)
+    scope = {*plan.all_file_scope(), *(names.argument for names in plan.inputs)}
+    _, features, leaf = plan.locals
+    scope |= {features, leaf}
+    out, most, count, k, candidate, portfolio, order = (
+        unique_name(name, scope)
+        for name in ("out", "max", "count", "k", "candidate", "portfolio", "order")
+    )
+    n_ranked = len(ranking.portfolio)
+    lines = [
+        f"static inline int {plan.ranked_function}({', '.join(arguments)}, "
+        f"{plan.config_type} *{out}, int {most})",
+        "{",
+        f"{INDENT}static const {plan.config_type} {portfolio}[{n_ranked}] = {{",
+    ]
+    for index, codes in enumerate(ranking.portfolio):
+        literals = [
+            value_literal(parameter, names, int(code))
+            for parameter, names, code in zip(model.design, plan.outputs, codes, strict=True)
+        ]
+        comma = "," if index < n_ranked - 1 else ""
+        lines.append(f"{INDENT * 2}{{{', '.join(literals)}}}{comma}")
+    lines.append(f"{INDENT}}};")
+    index_type = _index_type(n_ranked)
+    lines.append(
+        f"{INDENT}static const {index_type} {order}[{len(ranking.order)}][{n_ranked}] = {{"
+    )
+    for index, row in enumerate(ranking.order):
+        comma = "," if index < len(ranking.order) - 1 else ""
+        lines.append(f"{INDENT * 2}{{{', '.join(str(int(r)) for r in row)}}}{comma}")
+    lines += [
+        f"{INDENT}}};",
+        f"{INDENT}double {features}[{len(model.inputs)}];",
+        f"{INDENT}int {leaf}, {k}, {count};",
+    ]
+    checks = writer is not None and writer.checks_in_select
+    clamped: list[str] = []
+    if checks:
+        assert writer is not None
+        clamping, clamped = writer.clamped_inputs(scope)
+        lines += clamping
+    call = ", ".join(names.argument for names in plan.inputs)
+    lines += [
+        f"{INDENT}if ({most} < 1) {{",
+        f"{INDENT * 2}return 0;",
+        f"{INDENT}}}",
+        f"{INDENT}{out}[0] = {plan.select_function}({call});",
+        f"{INDENT}{count} = 1;",
+    ]
+    for index, (parameter, names) in enumerate(zip(model.inputs, plan.inputs, strict=True)):
+        expression = _feature_expression(parameter, names.argument, plan)
+        lines.append(f"{INDENT}{features}[{index}] = {expression};")
+    same = " && ".join(
+        f"{candidate}->{names.field} == {out}[0].{names.field}" for names in plan.outputs
+    )
+    lines += [
+        f"{INDENT}{leaf} = {plan.leaf_functions[0]}({features});",
+        f"{INDENT}for ({k} = 0; {k} < {n_ranked} && {count} < {most}; ++{k}) {{",
+        f"{INDENT * 2}const {plan.config_type} *{candidate} = &{portfolio}[{order}[{leaf}][{k}]];",
+        f"{INDENT * 2}if ({same}) {{",
+        f"{INDENT * 3}continue;",
+        f"{INDENT * 2}}}",
+    ]
+    if checks:
+        assert writer is not None
+        satisfied = ", ".join([*clamped, candidate])
+        lines += [
+            f"{INDENT * 2}if (!{writer.names.satisfies}({satisfied})) {{",
+            f"{INDENT * 3}continue;",
+            f"{INDENT * 2}}}",
+        ]
+    lines += [
+        f"{INDENT * 2}{out}[{count}] = *{candidate};",
+        f"{INDENT * 2}{count} += 1;",
+        f"{INDENT}}}",
+        f"{INDENT}return {count};",
+        "}",
+    ]
     return lines
 
 
@@ -389,6 +500,8 @@ def render_model_header(
             )
         )
     blocks += _select_blocks(model, plan, writer)
+    if model.ranking is not None:
+        blocks.append(_ranked_function(model, plan, writer))
     blocks.append([f"#endif /* {plan.guard} */"])
     return "\n\n".join("\n".join(block) for block in blocks) + "\n"
 

@@ -368,6 +368,24 @@ class ValidityWriter:
             "{",
             f"{INDENT}{plan.config_type} {config} = {self.names.tree_select}({call_arguments});",
         ]
+        clamping, clamped = self.clamped_inputs(scope)
+        lines += clamping
+        satisfied = ", ".join([*clamped, f"&{config}"])
+        fallback = ", ".join([*clamped, config])
+        lines += [
+            f"{INDENT}if (!{self.names.satisfies}({satisfied})) {{",
+            f"{INDENT * 2}{config} = {self.names.fallback}({fallback});",
+            f"{INDENT}}}",
+            f"{INDENT}return {config};",
+            "}",
+        ]
+        return lines
+
+    def clamped_inputs(self, scope: set[str]) -> tuple[list[str], list[str]]:
+        """Statements declaring each constrained numeric input clamped into its domain (a NaN
+        becomes the low end; names avoid ``scope``, which records them), and the expression
+        of every constrained input as the satisfies function takes it."""
+        lines: list[str] = []
         clamped = []
         for parameter, names in self._constrained_inputs():
             bounds = clamp_bounds(parameter)
@@ -386,16 +404,7 @@ class ValidityWriter:
                 f"{INDENT}}}",
             ]
             clamped.append(local)
-        satisfied = ", ".join([*clamped, f"&{config}"])
-        fallback = ", ".join([*clamped, config])
-        lines += [
-            f"{INDENT}if (!{self.names.satisfies}({satisfied})) {{",
-            f"{INDENT * 2}{config} = {self.names.fallback}({fallback});",
-            f"{INDENT}}}",
-            f"{INDENT}return {config};",
-            "}",
-        ]
-        return lines
+        return lines, clamped
 
     def blocks(self) -> list[list[str]]:
         """Every validity block, in header order (before the select functions)."""

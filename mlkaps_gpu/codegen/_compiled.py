@@ -23,12 +23,15 @@ from mlkaps_gpu.codegen._verify import (
     _input_array,
     _wrapper_source,
     load_cached_module,
+    ranked_batch_source,
+    run_ranked,
 )
 from mlkaps_gpu.trees import DecisionModel, Selector, model_of
 
 
 class CompiledHeader:
-    """Call a generated header's ``<prefix>_select`` on a table of inputs.
+    """Call a generated header's ``<prefix>_select`` (and ``<prefix>_ranked``, where it has
+    one) on a table of inputs.
 
     Args:
         selector: the fitted selector (or decision model) the header was generated from; it
@@ -54,6 +57,15 @@ class CompiledHeader:
         while self.function in taken:
             self.function += "_"
         declaration, definition = _wrapper_source(self.model, plan, self.function)
+        #: whether the header defines ``<prefix>_ranked`` (a shim over a multi-target header,
+        #: say, may not, whatever the model)
+        self.ranks = self.model.ranking is not None and f" {plan.ranked_function}(" in header
+        if self.ranks:
+            ranked_declaration, ranked_definition = ranked_batch_source(
+                self.model, prefix, self.function + "_ranked"
+            )
+            declaration += "\n" + ranked_declaration
+            definition += "\n\n" + ranked_definition
         source = header + "\n" + definition + "\n"
         digest = user_cache.source_digest(declaration, source)[:24]
         self.module: Any = load_cached_module(f"_mlkaps_header_{digest}", declaration, source)
@@ -83,3 +95,17 @@ class CompiledHeader:
             else:
                 columns[parameter.name] = produced
         return pd.DataFrame(columns)
+
+    def ranked(self, inputs_table: pd.DataFrame) -> tuple[list[pd.DataFrame], np.ndarray]:
+        """The header's ``<prefix>_ranked`` for every row, with room for its whole ranking:
+        per rank, the configurations (one column per design parameter; a row past its count
+        holds the domain's first value), and the count of every row.
+
+        Raises:
+            ValueError: the header has no ranked function (its model ranks nothing).
+        """
+        if not self.ranks:
+            raise ValueError(
+                "this header ranks no configurations (only a joint tree's header does)"
+            )
+        return run_ranked(self.module, self.function + "_ranked", self.model, inputs_table)

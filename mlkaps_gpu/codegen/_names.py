@@ -126,6 +126,7 @@ class NamePlan:
     locals: tuple[str, str, str]  # config, features, leaf (inside the select function)
     validity: ValidityNames
     branch_functions: tuple[str, ...] = ()  # nested-if form of each leaf function (lookup)
+    ranked_function: str = ""  # the ranked configurations (a model with a ranking)
 
     @classmethod
     def build(
@@ -154,6 +155,7 @@ class NamePlan:
         validity = _validity_names(prefix, design, taken)
         branch_functions = tuple(f"{name}_branches" for name in leaf_functions)
         branch_functions = tuple(_unique(name, taken) for name in branch_functions)
+        ranked_function = _unique(f"{prefix}_ranked", taken)
         input_names, local_names = _argument_names(inputs, input_enums, taken)
         return cls(
             prefix=prefix,
@@ -168,6 +170,7 @@ class NamePlan:
             locals=local_names,
             validity=validity,
             branch_functions=branch_functions,
+            ranked_function=ranked_function,
         )
 
     def all_file_scope(self) -> Iterable[str]:
@@ -176,6 +179,8 @@ class NamePlan:
         yield self.feature_function
         yield from self.leaf_functions
         yield from self.branch_functions
+        if self.ranked_function:
+            yield self.ranked_function
         enums: list[InputNames | OutputNames] = [*self.inputs, *self.outputs]
         for names in enums:
             if names.enum_type is not None:

@@ -99,6 +99,82 @@ def batch_source(
     return signature + ";", definition
 
 
+def ranked_batch_source(model: DecisionModel, prefix: str, name: str) -> tuple[str, str]:
+    """C declaration and definition of a function that calls ``<prefix>_ranked`` on every row
+    with room for the whole ranking (portfolio + 1 configurations).
+
+    Its arguments are those of :func:`batch_source`, with an ``int`` count array after the
+    inputs; each output array holds ``n_rows x (portfolio + 1)`` values, row-major, those past
+    a row's count left as they were.
+    """
+    assert model.ranking is not None
+    plan = NamePlan.build(prefix, model.inputs, model.design, model.tree_names)
+    width = len(model.ranking.portfolio) + 1
+    arguments = ["long long n_rows"]
+    call_arguments = []
+    for index, (parameter, names) in enumerate(zip(model.inputs, plan.inputs, strict=True)):
+        arguments.append(f"const {C_ARRAY_TYPES[parameter.kind]} *in_{index}")
+        cast = f"({names.enum_type})" if names.enum_type is not None else ""
+        call_arguments.append(f"{cast}in_{index}[i]")
+    arguments.append("int *counts")
+    assignments = []
+    for index, (parameter, output) in enumerate(zip(model.design, plan.outputs, strict=True)):
+        c_type = C_ARRAY_TYPES[parameter.kind]
+        arguments.append(f"{c_type} *out_{index}")
+        assignments.append(
+            f"            out_{index}[i * {width} + j] = ({c_type})c[j].{output.field};"
+        )
+    signature = f"void {name}({', '.join(arguments)})"
+    definition = "\n".join(
+        [
+            signature,
+            "{",
+            "    long long i;",
+            "    int j, n;",
+            f"    {plan.config_type} c[{width}];",
+            "    for (i = 0; i < n_rows; ++i) {",
+            f"        n = {plan.ranked_function}({', '.join(call_arguments)}, c, {width});",
+            "        counts[i] = n;",
+            "        for (j = 0; j < n; ++j) {",
+            *assignments,
+            "        }",
+            "    }",
+            "}",
+        ]
+    )
+    return signature + ";", definition
+
+
+def run_ranked(
+    module: Any, function: str, model: DecisionModel, inputs_table: pd.DataFrame
+) -> tuple[list[pd.DataFrame], np.ndarray]:
+    """A compiled :func:`ranked_batch_source` function on a table: per rank, the
+    configurations (one column per design parameter; a row past its count holds the domain's
+    first value), and the count of every row."""
+    assert model.ranking is not None
+    width = len(model.ranking.portfolio) + 1
+    n_rows = len(inputs_table)
+    ffi = module.ffi
+    inputs = [np.ascontiguousarray(a) for a in input_arrays(model, inputs_table)]
+    counts = np.zeros(n_rows, dtype=np.intc)
+    outputs = [np.zeros(n_rows * width, dtype=NUMPY_TYPES[p.kind]) for p in model.design]
+    buffers = [
+        ffi.from_buffer(f"{C_ARRAY_TYPES[p.kind]}[]", array)
+        for p, array in zip(model.inputs, inputs, strict=True)
+    ]
+    out_buffers = [
+        ffi.from_buffer(f"{C_ARRAY_TYPES[p.kind]}[]", array, require_writable=True)
+        for p, array in zip(model.design, outputs, strict=True)
+    ]
+    count_buffer = ffi.from_buffer("int[]", counts, require_writable=True)
+    getattr(module.lib, function)(n_rows, *buffers, count_buffer, *out_buffers)
+    frames = []
+    for rank in range(width):
+        arrays = [array.reshape(n_rows, width)[:, rank] for array in outputs]
+        frames.append(pd.DataFrame(decode_outputs(model, arrays)))
+    return frames, counts.astype(np.int64)
+
+
 def input_arrays(model: DecisionModel, table: pd.DataFrame) -> list[np.ndarray]:
     """The input columns as the arrays :func:`batch_source` functions read."""
     model.features(table)  # validates columns and categorical values
@@ -176,6 +252,12 @@ def _compile_batch(
     while wrapper in taken:
         wrapper += "_"
     declaration, definition = batch_source(model, plan.prefix, wrapper)
+    if model.ranking is not None:
+        ranked_declaration, ranked_definition = ranked_batch_source(
+            model, plan.prefix, wrapper + "_ranked"
+        )
+        declaration += "\n" + ranked_declaration
+        definition += "\n\n" + ranked_definition
     source = header + "\n" + definition + "\n"
     digest = user_cache.source_digest(declaration, source)[:24]
     module = load_cached_module(f"_mlkaps_verify_{digest}", declaration, source)
@@ -264,9 +346,39 @@ def verify_header(
     mismatches, reported = _compare(
         model, expected, decode_outputs(model, outputs), inputs_table, max_reported
     )
+    if model.ranking is not None:
+        if f" {plan.ranked_function}(" not in header:
+            raise ValueError(f"header has no function {plan.ranked_function}()")
+        differs = _compare_ranked(model, module, wrapper + "_ranked", inputs_table)
+        mismatches[f"{plan.ranked_function}()"] = len(differs)
+        for row in differs[: max(0, max_reported - len(reported))]:
+            reported.append(
+                {
+                    "row": int(row),
+                    "inputs": {p.name: inputs_table[p.name].iloc[row] for p in model.inputs},
+                    "parameter": f"{plan.ranked_function}()",
+                }
+            )
     return VerificationReport(
         n_rows=n_rows, mismatches=mismatches, first_mismatches=tuple(reported)
     )
+
+
+def _compare_ranked(
+    model: DecisionModel, module: Any, function: str, inputs_table: pd.DataFrame
+) -> np.ndarray:
+    """Rows where the header's ranked configurations (count or any of them) differ from
+    :meth:`DecisionModel.ranked_codes`."""
+    frames, counts = run_ranked(module, function, model, inputs_table)
+    codes, expected_counts = model.ranked_codes(inputs_table)
+    differs = counts != expected_counts
+    for rank, frame in enumerate(frames):
+        present = rank < expected_counts
+        for column, parameter in enumerate(model.design):
+            values = parameter.domain_values()[np.maximum(codes[:, rank, column], 0)]
+            got = np.asarray(frame[parameter.name])
+            differs |= present & ~(got == values)
+    return np.flatnonzero(differs)
 
 
 # --------------------------------------------------------------------------- boundary inputs

@@ -26,7 +26,13 @@ from mlkaps_gpu.trees._diagnostics import (
     predicted_regret,
 )
 from mlkaps_gpu.trees._joint import JointSelector
-from mlkaps_gpu.trees._model import FLOAT32_MAX, DecisionModel, LeafOutput, TreeStructure
+from mlkaps_gpu.trees._model import (
+    FLOAT32_MAX,
+    DecisionModel,
+    LeafOutput,
+    Ranking,
+    TreeStructure,
+)
 from mlkaps_gpu.trees._regret import RegretOracle, RegretSummary, Score, relative_regret
 from mlkaps_gpu.trees._selector import PerParameterSelector, Selector, tool_versions
 from mlkaps_gpu.trees._settings import MAX_TREE_DEPTH, TreesSettings
@@ -46,6 +52,7 @@ __all__ = [
     "JointSelector",
     "LeafOutput",
     "PerParameterSelector",
+    "Ranking",
     "RegretOracle",
     "RegretSummary",
     "Score",

@@ -40,7 +40,7 @@ from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 from mlkaps_gpu.space import Space
 from mlkaps_gpu.trees._leaf_choice import LeafChoice, Plan, graft, plan_leaves
-from mlkaps_gpu.trees._model import DecisionModel, LeafOutput, TreeStructure
+from mlkaps_gpu.trees._model import DecisionModel, LeafOutput, Ranking, TreeStructure
 from mlkaps_gpu.trees._regions import leaf_boxes
 from mlkaps_gpu.trees._regret import RegretOracle
 from mlkaps_gpu.trees._regret_tree import grow_regret_tree, merge_equal_leaves
@@ -137,12 +137,50 @@ class JointSelector(Selector):
             trees=(structure,),
             tree_names=("joint",),
             outputs=outputs,
+            ranking=self._ranking(structure, chosen, features, oracle),
             description=(
                 f"JointSelector(max_depth={self.max_depth}, min_samples_leaf="
                 f"{self.min_samples_leaf}, partition={self.partition!r}, random_state="
                 f"{self.random_state}), one tree whose leaves hold complete configurations"
             ),
         )
+
+    def _ranking(
+        self,
+        structure: TreeStructure,
+        chosen: np.ndarray,
+        features: np.ndarray,
+        oracle: RegretOracle,
+    ) -> Ranking:
+        """The tree's distinct configurations ranked per leaf: its own first, then the others
+        by their mean predicted regret over the leaf's points where they can run (valid, listed
+        there by a table replay, and predicted), those that can run at none of them last; a
+        leaf without points ranks them over all points.
+
+        The mean is taken where a configuration can run because a library walks the ranking
+        past the configurations it cannot run at its inputs: where one is unlisted, the next
+        is taken, so its cost there is not its own."""
+        portfolio = np.unique(chosen, axis=0)
+        n_points, n_ranked = oracle.n_points, len(portfolio)
+        owner = np.repeat(np.arange(n_points), n_ranked)
+        candidates = np.tile(portfolio, (n_points, 1))
+        regret = oracle.regret(owner, candidates).reshape(n_points, n_ranked)
+        table = oracle.space.assemble(oracle.inputs.iloc[owner], candidates)
+        usable = oracle.space.is_valid(table).reshape(n_points, n_ranked)
+        usable &= np.isfinite(regret)
+        regret = np.where(usable, regret, 0.0)
+        leaf_of = structure.apply(features)
+        order = np.empty((structure.n_leaves, n_ranked), dtype=np.int64)
+        for leaf in range(structure.n_leaves):
+            points = np.flatnonzero(leaf_of == leaf)
+            if len(points) == 0:
+                points = np.arange(n_points)
+            runs = usable[points].sum(axis=0)
+            mean = regret[points].sum(axis=0) / np.maximum(runs, 1)
+            ranks = np.lexsort((np.arange(n_ranked), mean, runs == 0))
+            own = int(np.flatnonzero((portfolio == chosen[leaf]).all(axis=1))[0])
+            order[leaf] = [own, *(int(r) for r in ranks if r != own)]
+        return Ranking(portfolio, order)
 
     def grown_depth(self) -> int:
         """Depth of the partition as grown, before validity splits and before sibling leaves

@@ -166,6 +166,40 @@ class LeafOutput:
 
 
 @dataclass(frozen=True, eq=False)
+class Ranking:
+    """The configurations a one-tree model can return, ranked per leaf: what a library walks
+    when it cannot run the first answer at an input (a kernel it did not generate there, as
+    PyTorch's AutoHeuristic walks its ranked choices).
+
+    Attributes:
+        portfolio: distinct configurations (rows of design codes, in output order).
+        order: per leaf of the model's tree, a permutation of the portfolio's rows, best first.
+    """
+
+    portfolio: np.ndarray
+    order: np.ndarray
+
+    def __post_init__(self) -> None:
+        portfolio = np.asarray(self.portfolio, dtype=np.int64)
+        order = np.asarray(self.order, dtype=np.int64)
+        if portfolio.ndim != 2 or len(portfolio) == 0 or portfolio.shape[1] == 0:
+            raise ValueError("a ranking's portfolio must be a non-empty matrix of design codes")
+        if len(np.unique(portfolio, axis=0)) != len(portfolio):
+            raise ValueError("a ranking's portfolio holds a configuration twice")
+        if order.ndim != 2 or order.shape[1] != len(portfolio) or len(order) == 0:
+            raise ValueError(
+                f"a ranking's order must have one row per leaf of {len(portfolio)} indices"
+            )
+        if not np.array_equal(
+            np.sort(order, axis=1), np.tile(np.arange(len(portfolio)), (len(order), 1))
+        ):
+            raise ValueError("each row of a ranking's order must be a permutation of the portfolio")
+        for name, array in (("portfolio", portfolio), ("order", order)):
+            array.setflags(write=False)
+            object.__setattr__(self, name, array)
+
+
+@dataclass(frozen=True, eq=False)
 class DecisionModel:
     """Trees plus per-leaf output tables: everything the header and ``select`` need.
 
@@ -177,6 +211,8 @@ class DecisionModel:
         description: one line for the header comment (which selector built it, and how).
         validity: the constraints checked after the trees, with their fallback (None: the
             trees' answer is returned as is and the header has no validity code).
+        ranking: a one-tree model's configurations ranked per leaf (:class:`Ranking`; None:
+            the header has no ``<prefix>_ranked``).
     """
 
     inputs: tuple[Parameter, ...]
@@ -185,6 +221,7 @@ class DecisionModel:
     outputs: tuple[LeafOutput, ...]
     description: str = ""
     validity: Validity | None = None
+    ranking: Ranking | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "inputs", tuple(self.inputs))
@@ -220,6 +257,28 @@ class DecisionModel:
             or [p.name for p in self.validity.design] != [p.name for p in self.design]
         ):
             raise ValueError("the validity's parameters differ from the model's")
+        if self.ranking is not None:
+            self._check_ranking(self.ranking)
+
+    def _check_ranking(self, ranking: Ranking) -> None:
+        if len(self.trees) != 1:
+            raise ValueError("only a one-tree model can rank its configurations per leaf")
+        if len(ranking.order) != self.trees[0].n_leaves:
+            raise ValueError(
+                f"the ranking has {len(ranking.order)} leaves, the tree {self.trees[0].n_leaves}"
+            )
+        if ranking.portfolio.shape[1] != len(self.outputs):
+            raise ValueError(
+                f"the ranking's configurations have {ranking.portfolio.shape[1]} codes, the "
+                f"model {len(self.outputs)} design parameters"
+            )
+        for column, output in enumerate(self.outputs):
+            codes = ranking.portfolio[:, column]
+            if np.any(codes < 0) or np.any(codes >= output.parameter.n_values):
+                raise ValueError(
+                    f"the ranking's codes of '{output.parameter.name}' must index its "
+                    f"{output.parameter.n_values} domain values"
+                )
 
     @property
     def design(self) -> tuple[Parameter, ...]:
@@ -243,6 +302,44 @@ class DecisionModel:
         if fallback and self.validity is not None:
             codes = self.validity.apply(table, codes)
         return codes
+
+    def ranked_codes(self, table: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+        """What the header's ``<prefix>_ranked`` writes for every row of an input table.
+
+        The first configuration is ``select``'s answer (checked, with the fallback). The
+        others follow in the order the row's leaf ranks the portfolio, each once, without the
+        first and, where the header checks constraints, without those that fail at the
+        clamped inputs.
+
+        Returns:
+            ``(codes, counts)``: codes (rows x (portfolio + 1) x outputs, -1 past a row's
+            count) and the configurations per row.
+
+        Raises:
+            ValueError: the model has no ranking.
+        """
+        ranking = self.ranking
+        if ranking is None:
+            raise ValueError("this model ranks no configurations (only a joint tree does)")
+        first = self.select_codes(table)
+        n_rows, n_ranked = len(first), len(ranking.portfolio)
+        leaves = self.trees[0].apply(self.features(table))
+        ranked = ranking.portfolio[ranking.order[leaves]]  # rows x K x outputs
+        keep = np.any(ranked != first[:, None, :], axis=2)
+        validity = self.validity
+        if validity is not None and validity.constraints and validity.constrained_design:
+            clamped = {
+                name: np.repeat(column, n_ranked)
+                for name, column in validity.clamped_inputs(table).items()
+            }
+            flat = ranked.reshape(n_rows * n_ranked, -1)
+            keep &= validity.satisfied(clamped, flat).reshape(n_rows, n_ranked)
+        codes = np.full((n_rows, n_ranked + 1, len(self.outputs)), -1, dtype=np.int64)
+        codes[:, 0] = first
+        rows, columns = np.nonzero(keep)
+        position = np.cumsum(keep, axis=1)
+        codes[rows, position[rows, columns]] = ranked[rows, columns]
+        return codes, 1 + keep.sum(axis=1)
 
     def predict(self, table: pd.DataFrame, *, fallback: bool = True) -> pd.DataFrame:
         """One column per design parameter, in its dtype (int64, float64, bool, object str).

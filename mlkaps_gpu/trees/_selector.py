@@ -24,7 +24,13 @@ from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 from mlkaps_gpu._numbers import plain
 from mlkaps_gpu.space import Parameter, Space
-from mlkaps_gpu.trees._model import DecisionModel, LeafOutput, TreeStructure, input_features
+from mlkaps_gpu.trees._model import (
+    DecisionModel,
+    LeafOutput,
+    Ranking,
+    TreeStructure,
+    input_features,
+)
 from mlkaps_gpu.trees._regret import RegretOracle, Score
 from mlkaps_gpu.trees._validity import Validity
 
@@ -472,6 +478,16 @@ def model_to_dict(model: DecisionModel) -> dict[str, Any]:
     """A decision model as JSON-ready data: parameters, node arrays, leaf codes, validity."""
     design = list(model.design)
     validity = model.validity
+    ranking = (
+        {}
+        if model.ranking is None
+        else {
+            "ranking": {
+                "portfolio": model.ranking.portfolio.tolist(),
+                "order": model.ranking.order.tolist(),
+            }
+        }
+    )
     return {
         "inputs": [parameter_to_dict(p) for p in model.inputs],
         "design": [parameter_to_dict(p) for p in design],
@@ -485,6 +501,7 @@ def model_to_dict(model: DecisionModel) -> dict[str, Any]:
             "constraints": list(validity.constraints),
             "candidates": None if validity.candidates is None else validity.candidates.tolist(),
         },
+        **ranking,
     }
 
 
@@ -493,8 +510,10 @@ def model_from_dict(data: Any) -> DecisionModel:
     anything else (wrong types, arrays that are no tree, codes outside a domain...)."""
     _expect(data, dict, "model")
     keys = {"inputs", "design", "trees", "tree_names", "outputs", "description", "validity"}
-    if set(data) != keys:
-        raise SelectorDataError(f"model: keys {sorted(data)}, expected {sorted(keys)}")
+    if set(data) - {"ranking"} != keys:
+        raise SelectorDataError(
+            f"model: keys {sorted(data)}, expected {sorted(keys)} (and 'ranking' optionally)"
+        )
     inputs = tuple(
         parameter_from_dict(p, f"model.inputs[{i}]")
         for i, p in enumerate(_expect(data["inputs"], list, "model.inputs"))
@@ -548,6 +567,7 @@ def model_from_dict(data: Any) -> DecisionModel:
             validity = Validity(inputs, design, tuple(constraints), candidates)
         except ValueError as error:  # SpaceError, ConstraintError included
             raise SelectorDataError(f"model.validity: {error}") from None
+    ranking = _ranking_from_dict(data["ranking"]) if "ranking" in data else None
     try:
         return DecisionModel(
             inputs=inputs,
@@ -556,6 +576,27 @@ def model_from_dict(data: Any) -> DecisionModel:
             outputs=tuple(outputs),
             description=description,
             validity=validity,
+            ranking=ranking,
         )
     except ValueError as error:
         raise SelectorDataError(f"model: {error}") from None
+
+
+def _ranking_from_dict(data: Any) -> Ranking:
+    """The ranking :func:`model_to_dict` wrote (:class:`SelectorDataError` for anything else)."""
+    _expect(data, dict, "model.ranking")
+    if set(data) != {"portfolio", "order"}:
+        raise SelectorDataError(
+            f"model.ranking: keys {sorted(data)}, expected ['order', 'portfolio']"
+        )
+    rows = {
+        key: [
+            _number_array(row, f"model.ranking.{key}", "int")
+            for row in _expect(data[key], list, f"model.ranking.{key}")
+        ]
+        for key in ("portfolio", "order")
+    }
+    try:  # rows of unequal length are a ValueError too
+        return Ranking(np.array(rows["portfolio"]), np.array(rows["order"]))
+    except ValueError as error:
+        raise SelectorDataError(f"model.ranking: {error}") from None

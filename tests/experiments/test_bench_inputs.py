@@ -481,11 +481,22 @@ def test_quick_run_on_a_synthetic_autoheuristic_file(tmp_path, capsys):
         # a file without a config of its own is replayed by a campaign made for it
         header = frame[frame["tool"] == bench.HEADER]
         assert len(header) == 1 and 0 < header["geomean"].iloc[0] <= 1
+        first = frame[frame["tool"] == bench.HEADER_FIRST]
+        assert len(first) == 1 and first["geomean"].iloc[0] <= header["geomean"].iloc[0]
         assert header["tune_seconds"].iloc[0] > 0
         assert "a configuration made for the file" in text
     else:
         assert bench.HEADER not in tools
         assert "not available yet (table replay not landed)" in capsys.readouterr().out
+
+
+def test_walk_ranking_takes_the_first_ranked_answer_the_point_lists():
+    truth = make_truth(np.array([[np.nan, 2.0, 3.0], [1.0, 1.0, 1.0], [np.nan, np.nan, 1.0]]))
+    ranked = [np.array([0, 0, 0]), np.array([-1, 1, 1]), np.array([2, 2, -1])]
+    counts = np.array([3, 3, 2])
+    # point 0: 0 unlisted, rank 1 has no such choice, 2 listed; point 1: its first answer;
+    # point 2: nothing listed within its count: the first answer (scored as the slowest)
+    assert bench.walk_ranking(truth, ranked, counts).tolist() == [2, 0, 0]
 
 
 def test_parse_seeds():
@@ -593,10 +604,10 @@ def test_set_reaches_the_replay_campaigns_and_a_bad_one_exits_2(tmp_path, monkey
 
     def project_run(case, replay, truth, budget, seed, workdir, max_configs=None):
         seen.append(replay[0])
-        return np.zeros(truth.n_points, dtype=int)
+        return np.zeros(truth.n_points, dtype=int), np.zeros(truth.n_points, dtype=int)
 
     monkeypatch.setattr(bench, "replay_config", lambda case, data: ({"trees": {}}, data))
-    monkeypatch.setattr(bench, "run_replay_project", project_run)
+    monkeypatch.setattr(bench, "replay_header_answers", project_run)
     data = write_ah_file(tmp_path / "tiny_gpu.txt.gz")
     _, _, _, notes = bench.bench_replay(
         "tiny_gpu", data, [0, 1], [20.0], tmp_path, settings=["sampling.confirm=0.05"]

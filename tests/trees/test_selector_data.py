@@ -80,6 +80,32 @@ def test_damaged_data_is_refused_naming_the_key(change, named: str) -> None:
         Selector.from_dict(data)
 
 
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        (lambda r: r.update(order=[[0] * len(r["order"][0])] * len(r["order"])), "permutation"),
+        (lambda r: r["order"].pop(), "leaves"),
+        (lambda r: r["order"][0].pop(), "model.ranking"),
+        (lambda r: r.update(portfolio=[[99] * len(r["portfolio"][0])]), "model.ranking"),
+        (lambda r: r.update(extra=1), "model.ranking: keys"),
+        (lambda r: r["portfolio"].__setitem__(0, "x"), "model.ranking.portfolio"),
+    ],
+)
+def test_a_damaged_ranking_is_refused_naming_the_key(change, named: str) -> None:
+    data = json.loads(json.dumps(_fitted("joint").to_dict()))
+    change(data["model"]["ranking"])
+    with pytest.raises(SelectorDataError, match=named):
+        Selector.from_dict(data)
+
+
+def test_a_selector_written_before_rankings_loads_without_one() -> None:
+    data = json.loads(json.dumps(_fitted("joint").to_dict()))
+    del data["model"]["ranking"]
+    loaded = Selector.from_dict(data)
+    assert loaded.model_.ranking is None
+    assert "_ranked(" not in render_header(loaded, "old")
+
+
 def test_value_list_domains_round_trip() -> None:
     selector = _fitted("per_parameter")
     loaded = Selector.from_dict(json.loads(json.dumps(selector.to_dict())))

@@ -134,6 +134,92 @@ def test_joint_header_equals_select(joint_selector: JointSelector, tmp_path: Pat
     assert compile_check(header, strict, suffix=".cpp", body=body, workdir=tmp_path) == ""
 
 
+def test_each_leaf_ranks_every_configuration_of_the_tree_its_own_first(
+    joint_selector: JointSelector, constrained: SimpleNamespace
+) -> None:
+    model = joint_selector.model_
+    ranking = model.ranking
+    assert ranking is not None
+    chosen = np.column_stack([output.codes for output in model.outputs])
+    # the portfolio is the tree's distinct configurations; each leaf ranks its own first
+    assert {tuple(row) for row in ranking.portfolio} == {tuple(row) for row in chosen}
+    assert (ranking.portfolio[ranking.order[:, 0]] == chosen).all()
+    # after it, the configurations of least mean predicted regret at the leaf's points
+    leaf_of = model.trees[0].apply(model.features(constrained.optima))
+    space, score = constrained.space, constrained.score
+    leaf = int(np.bincount(leaf_of).argmax())
+    points = constrained.optima[leaf_of == leaf]
+    reference = score(points)
+    means = []
+    for index in ranking.order[leaf][1:]:
+        table = space.assemble(
+            points[space.input_names], np.tile(ranking.portfolio[index], (len(points), 1))
+        )
+        usable = space.is_valid(table)
+        means.append(
+            np.mean(score(table)[usable] / reference[usable] - 1) if usable.any() else 1e300
+        )
+    assert np.all(np.diff(means) >= -1e-12)
+
+
+def test_ranked_answers_start_with_select_and_satisfy_the_constraints(
+    joint_selector: JointSelector, constrained: SimpleNamespace
+) -> None:
+    model = joint_selector.model_
+    table = boundary_inputs(joint_selector, 3000, np.random.default_rng(2))
+    codes, counts = model.ranked_codes(table)
+    assert (codes[:, 0] == model.select_codes(table)).all()
+    assert counts.min() >= 1 and counts.max() <= len(model.ranking.portfolio) + 1
+    assert counts.min() < counts.max()  # the constraints leave some out at some inputs
+    space = constrained.space
+    clamped = model.validity.clamped_inputs(table)
+    for rank in range(1, codes.shape[1]):
+        rows = np.flatnonzero(rank < counts)
+        subset = {name: column[rows] for name, column in clamped.items()}
+        assert model.validity.satisfied(subset, codes[rows, rank]).all()
+        # no configuration twice in a row's ranking
+        for earlier in range(rank):
+            assert (codes[rows, rank] != codes[rows, earlier]).any(axis=1).all()
+    assert space is not None
+
+
+def test_per_parameter_trees_rank_nothing(checked_selector: PerParameterSelector) -> None:
+    model = checked_selector.model_
+    assert model.ranking is None
+    with pytest.raises(ValueError, match="ranks no configurations"):
+        model.ranked_codes(boundary_inputs(checked_selector, 10, np.random.default_rng(0)))
+    assert "_ranked(" not in render_header(checked_selector, "pp")
+
+
+@pytest.mark.compiler
+def test_the_header_ranks_as_python_and_a_changed_ranking_is_caught(
+    joint_selector: JointSelector, tmp_path: Path
+) -> None:
+    from mlkaps_gpu.codegen import CompiledHeader
+
+    table = boundary_inputs(joint_selector, 5000, np.random.default_rng(7))
+    header = render_header(joint_selector, "rk")
+    model = joint_selector.model_
+    frames, counts = CompiledHeader(joint_selector, header, prefix="rk").ranked(table)
+    codes, expected = model.ranked_codes(table)
+    assert (counts == expected).all()
+    for rank, frame in enumerate(frames):
+        rows = rank < counts
+        for column, parameter in enumerate(model.design):
+            values = parameter.domain_values()[codes[rows, rank, column]]
+            assert (np.asarray(frame[parameter.name])[rows] == values).all()
+    # swap the first two entries of leaf 0's ranking in the header only
+    start = header.index("static const unsigned char order")
+    row = header.index("{", header.index("= {", start) + 3)
+    end = header.index("}", row)
+    entries = header[row + 1 : end].split(", ")
+    entries[1], entries[2] = entries[2], entries[1]
+    changed = header[: row + 1] + ", ".join(entries) + header[end:]
+    report = verify_header(joint_selector, changed, table, prefix="rk", workdir=tmp_path)
+    assert not report.ok and report.mismatches["rk_ranked()"] > 0
+    assert verify_header(joint_selector, header, table, prefix="rk", workdir=tmp_path).ok
+
+
 # --------------------------------------------------------------------------- regret tree
 def test_regret_tree_finds_the_separating_split() -> None:
     x = np.array([[1.0], [2.0], [3.0], [10.0], [11.0], [12.0]])
