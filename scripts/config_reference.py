@@ -170,10 +170,14 @@ TABLE_REPLAY = [
     "held-out shapes the header reached 0.966 of the optimum on mixedmm_a100 (0.965 at the "
     "shapes it was tuned on) and 0.985 on flexattention_a100 (0.984), and every answer was "
     "listed there; other data may differ. Where a shape's list is no function of its inputs, "
-    "the header answers configurations the shape does not list: on a synthetic table whose "
-    "shapes each list a random 70 % of their configurations (`synthetic_autoheuristic.py "
+    "`<prefix>_select` answers configurations the shape does not list: on a synthetic table "
+    "whose shapes each list a random 70 % of their configurations (`synthetic_autoheuristic.py "
     "--listed-share 0.7`, 5 %, seed 0) it did so at 93 of 3,000 shapes, each then scored as "
-    "that shape's slowest (`experiments/results/probes_40c0c99/`).",
+    "that shape's slowest (`experiments/results/probes_40c0c99/`). For that case the header "
+    "ranks its configurations per leaf: `<prefix>_ranked(inputs..., out, max)` writes "
+    "`select`'s answer, then the others in the order the leaf ranks them, and a library takes "
+    "the first its shape lists, as PyTorch's AutoHeuristic walks its ranked choices (decision "
+    "0048; `experiments/results/ranked_0f48732/`).",
     "",
     "`mlkaps-gpu select DIR --csv shapes.csv` answers a table of shapes (one column per input); "
     "`--as-choice` adds the AutoHeuristic `choice` string of each answer. From Python, "
