@@ -180,7 +180,9 @@ TABLE_REPLAY = [
     "0048; `experiments/results/ranked_0f48732/`).",
     "",
     "`mlkaps-gpu select DIR --csv shapes.csv` answers a table of shapes (one column per input); "
-    "`--as-choice` adds the AutoHeuristic `choice` string of each answer. From Python, "
+    "`--as-choice` adds the AutoHeuristic `choice` string of each answer, and `--ranked` "
+    "gives every configuration the header ranks for each shape, best first, with its `rank`. "
+    "From Python, "
     "`mlkaps_gpu.executors.load_autoheuristic(path)` gives the cells as a table, "
     "`choice_strings(design_rows)` names configurations back, and "
     "`fraction_of_optimum(table, answers)` scores answers at recorded shapes. Examples: "

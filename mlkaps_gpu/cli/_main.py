@@ -6,6 +6,7 @@ import argparse
 import importlib
 import json
 import logging
+import os
 import sys
 import tempfile
 import time
@@ -18,6 +19,8 @@ from mlkaps_gpu import __version__
 from mlkaps_gpu.cli._progress import Progress
 
 EXIT_USAGE = 2
+#: Exit status when the reader of standard output went away (128 + SIGPIPE, as a shell reports)
+EXIT_BROKEN_PIPE = 141
 #: Commands whose parser and implementation live in their own modules.
 _COMMAND_MODULES = {
     "validate": "mlkaps_gpu.cli._validate",
@@ -91,6 +94,14 @@ def build_parser(command: str | None = None, *, lazy: bool = False) -> argparse.
         help="also name each answer as the replayed data does (AutoHeuristic: a 'choice' "
         "column such as type=triton_BLOCK-M=64_..._numwarps=4)",
     )
+    select.add_argument(
+        "--ranked",
+        action="store_true",
+        help="every configuration the header ranks for the inputs, best first (the header's "
+        "<prefix>_ranked: its answer, then the others in the order its leaf ranks them), for "
+        "a library that takes the first it can run; a JSON list, or with --csv one row per "
+        "configuration with its rank",
+    )
     demo = commands.add_parser("demo", help="tune the built-in example end to end")
     demo.add_argument("--out", type=Path, default=Path("mlkaps-demo"))
     demo.add_argument("--budget", type=int, default=None, help="override the demo budget")
@@ -133,6 +144,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _demo(args)
         if args.command in _COMMAND_MODULES:
             return int(importlib.import_module(_COMMAND_MODULES[args.command]).run(args))
+    except BrokenPipeError:
+        # the reader of standard output stopped (``select --csv ... | head``): nothing more to
+        # say; the rest of the output goes nowhere, so that closing it raises nothing
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
     except Exception as error:
         if not _is_usage_error(error):
             raise
@@ -293,9 +310,11 @@ def _select(args: argparse.Namespace) -> int:
     from mlkaps_gpu.cli._select import (
         parse_assignments,
         read_inputs_csv,
+        select_ranked_rows,
         select_rows,
         with_choices,
         write_answers_csv,
+        write_ranked_csv,
     )
 
     if args.csv is None:
@@ -312,15 +331,24 @@ def _select(args: argparse.Namespace) -> int:
             raise CampaignError(f"--csv {args.csv}: {error.strerror or error}") from None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        answers = select_rows(args.directory, rows)
+        ranked = (
+            select_ranked_rows(args.directory, rows)
+            if args.ranked
+            else [[answer] for answer in select_rows(args.directory, rows)]
+        )
     if args.as_choice:
-        answers = with_choices(args.directory, answers)
+        named = iter(with_choices(args.directory, [a for answers in ranked for a in answers]))
+        ranked = [[next(named) for _ in answers] for answers in ranked]
     for warning in caught:
         print(f"mlkaps-gpu: warning: {_one_line(Exception(warning.message))}", file=sys.stderr)
-    if args.csv is None:
-        print(json.dumps(answers[0]))
+    if args.ranked and args.csv is None:
+        print(json.dumps(ranked[0]))
+    elif args.ranked:
+        write_ranked_csv(sys.stdout, rows, ranked)
+    elif args.csv is None:
+        print(json.dumps(ranked[0][0]))
     else:
-        write_answers_csv(sys.stdout, rows, answers)
+        write_answers_csv(sys.stdout, rows, [answers[0] for answers in ranked])
     return 0
 
 

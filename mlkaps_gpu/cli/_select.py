@@ -13,7 +13,8 @@ every input and design parameter, keyed by the digests of both files. Every late
 the checksums, finds that file in the cache, loads the module (checked there before it is
 loaded) and calls it: the standard library and cffi's backend only, no executor, no data files,
 no configuration validation (see :class:`~mlkaps_gpu.campaign.ReadOnlyCampaign`). ``--csv FILE``
-answers every row of a table in the same call.
+answers every row of a table in the same call; ``--ranked`` gives each row's ranked
+configurations (``<prefix>_ranked``, decision 0048).
 """
 
 from __future__ import annotations
@@ -55,6 +56,22 @@ def select_rows(directory: str | Path, rows: Sequence[Mapping[str, str]]) -> lis
     campaign.require("trees")
     campaign.warn_if_elsewhere()
     return HeaderFunction.load(campaign)(rows)
+
+
+def select_ranked_rows(
+    directory: str | Path, rows: Sequence[Mapping[str, str]]
+) -> list[list[dict[str, Any]]]:
+    """The header's ranked configurations (``<prefix>_ranked``) for each input point, best
+    first: ``select``'s answer, then the others in the order the point's leaf ranks them.
+
+    Raises:
+        CampaignError: the header ranks nothing (per-parameter trees, or a campaign whose
+            trees were fitted before headers ranked their configurations).
+    """
+    campaign = ReadOnlyCampaign.open(directory)
+    campaign.require("trees")
+    campaign.warn_if_elsewhere()
+    return HeaderFunction.load(campaign).ranked(rows)
 
 
 def with_choices(directory: str | Path, answers: Sequence[Mapping[str, Any]]) -> list[dict]:
@@ -101,6 +118,23 @@ def write_answers_csv(
         writer.writerow({**row, **answer})
 
 
+def write_ranked_csv(
+    handle: TextIO,
+    rows: Sequence[Mapping[str, str]],
+    ranked: Sequence[Sequence[Mapping[str, Any]]],
+) -> None:
+    """Each input row once per ranked configuration, with its ``rank`` (1 first), as CSV."""
+    first = next((answers[0] for answers in ranked if answers), None)
+    if first is None:
+        return
+    names = list(rows[0]) + ["rank"] + [name for name in first if name not in rows[0]]
+    writer = csv.DictWriter(handle, fieldnames=names, lineterminator="\n")
+    writer.writeheader()
+    for row, answers in zip(rows, ranked, strict=True):
+        for rank, answer in enumerate(answers, start=1):
+            writer.writerow({**row, "rank": rank, **answer})
+
+
 class HeaderFunction:
     """A campaign header's batch function, with what it takes to call it from text inputs.
 
@@ -110,6 +144,9 @@ class HeaderFunction:
         inputs: per input parameter, ``{"name", "kind", "values"}`` (``values`` for
             categoricals only).
         design: the same for the design parameters, in the function's output order.
+        ranked: ``{"function", "width"}`` of the module's batch function over
+            ``<prefix>_ranked`` (``width``: the most configurations a row can get), or None
+            where the header ranks nothing.
     """
 
     def __init__(
@@ -118,11 +155,13 @@ class HeaderFunction:
         function: str,
         inputs: list[dict[str, Any]],
         design: list[dict[str, Any]],
+        ranked: dict[str, Any] | None = None,
     ) -> None:
         self.module = module
         self.function = function
         self.inputs = inputs
         self.design = design
+        self.ranked_batch = ranked
 
     @classmethod
     def load(cls, campaign: ReadOnlyCampaign) -> HeaderFunction:
@@ -142,7 +181,13 @@ class HeaderFunction:
         try:
             manifest = json.loads(record.read_text(encoding="utf-8"))
             module = user_cache.load_module("header", manifest["module"], _no_build)
-            return cls(module, manifest["function"], manifest["inputs"], manifest["design"])
+            return cls(
+                module,
+                manifest["function"],
+                manifest["inputs"],
+                manifest["design"],
+                manifest["ranked"],  # a record from before rankings has none: compiled again
+            )
         except (OSError, ValueError, KeyError, TypeError, ImportError):
             pass  # not compiled yet (or the cache was cleaned): compile it
         return cls._compile(campaign, record)
@@ -153,16 +198,30 @@ class HeaderFunction:
 
         header = campaign.header_text()  # the stored header, rendered again from the data
         compiled = CompiledHeader(campaign.load_selector(), header, prefix=campaign.prefix)
+        ranking = compiled.model.ranking
         manifest = {
             "module": compiled.module.__name__,
             "function": compiled.function,
             "inputs": [_describe(p) for p in compiled.model.inputs],
             "design": [_describe(p) for p in compiled.model.design],
+            "ranked": {
+                "function": compiled.function + "_ranked",
+                "width": len(ranking.portfolio) + 1,
+            }
+            if compiled.ranks and ranking is not None
+            else None,
         }
         write_atomically(record, json.dumps(manifest, indent=1))
-        return cls(compiled.module, compiled.function, manifest["inputs"], manifest["design"])
+        return cls(
+            compiled.module,
+            compiled.function,
+            manifest["inputs"],
+            manifest["design"],
+            manifest["ranked"],
+        )
 
-    def __call__(self, rows: Sequence[Mapping[str, str]]) -> list[dict[str, Any]]:
+    def _arguments(self, rows: Sequence[Mapping[str, str]]) -> list[Any]:
+        """The input arrays of a batch function, checked and parsed from text."""
         names = [p["name"] for p in self.inputs]
         for row in rows:
             unknown = sorted(set(row) - set(names))
@@ -172,10 +231,40 @@ class HeaderFunction:
             if missing:
                 raise CampaignError(f"missing input(s) {missing}: give name=value for each")
         ffi = self.module.ffi
-        arguments = [
+        return [
             ffi.new(f"{_C_TYPES[p['kind']]}[]", [_parse(p, row[p["name"]]) for row in rows])
             for p in self.inputs
         ]
+
+    def ranked(self, rows: Sequence[Mapping[str, str]]) -> list[list[dict[str, Any]]]:
+        """Per row, the configurations ``<prefix>_ranked`` writes, best first."""
+        if self.ranked_batch is None:
+            raise CampaignError(
+                "--ranked: this campaign's header ranks no configurations (only the trees of "
+                '[trees] mode = "joint" do, and only since decision 0048: run `mlkaps-gpu tune` '
+                "again to refit them)"
+            )
+        arguments = self._arguments(rows)
+        ffi = self.module.ffi
+        width = int(self.ranked_batch["width"])
+        counts = ffi.new("int[]", len(rows))
+        outputs = [ffi.new(f"{_C_TYPES[p['kind']]}[]", len(rows) * width) for p in self.design]
+        function = getattr(self.module.lib, self.ranked_batch["function"])
+        function(len(rows), *arguments, counts, *outputs)
+        return [
+            [
+                {
+                    p["name"]: _decode(p, out[i * width + j])
+                    for p, out in zip(self.design, outputs, strict=True)
+                }
+                for j in range(counts[i])
+            ]
+            for i in range(len(rows))
+        ]
+
+    def __call__(self, rows: Sequence[Mapping[str, str]]) -> list[dict[str, Any]]:
+        arguments = self._arguments(rows)
+        ffi = self.module.ffi
         outputs = [ffi.new(f"{_C_TYPES[p['kind']]}[]", len(rows)) for p in self.design]
         getattr(self.module.lib, self.function)(len(rows), *arguments, *outputs)
         return [

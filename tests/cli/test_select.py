@@ -82,6 +82,75 @@ def test_csv_batch_answers_every_row(
     assert "not both" in capsys.readouterr().err
 
 
+def test_ranked_lists_the_headers_ranking_best_first(
+    campaign_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    model = Campaign.open(campaign_dir).load_selector().model_
+    assert model.ranking is not None
+    codes, counts = model.ranked_codes(pd.DataFrame({"n": list(INPUTS)}))
+    design = list(model.design)
+
+    def answer(row: list[int]) -> dict[str, object]:
+        values = [p.domain_values()[c] for p, c in zip(design, row, strict=True)]
+        return {
+            p.name: v.item() if hasattr(v, "item") else v
+            for p, v in zip(design, values, strict=True)
+        }
+
+    expected = [[answer(codes[i, j]) for j in range(counts[i])] for i in range(len(INPUTS))]
+    got = [json.loads(_select(campaign_dir, f"n={n}", "--ranked", capsys=capsys)) for n in INPUTS]
+    assert got == expected
+    assert [ranked[0] for ranked in got] == _expected(campaign_dir)  # select's answer first
+    table = tmp_path / "inputs.csv"
+    table.write_text("n\n" + "\n".join(str(n) for n in INPUTS) + "\n")
+    lines = _select(campaign_dir, "--csv", str(table), "--ranked", capsys=capsys).splitlines()
+    assert lines[0] == "n,rank,block,variant"
+    assert lines[1:] == [
+        f"{n},{rank},{a['block']},{a['variant']}"
+        for n, answers in zip(INPUTS, expected, strict=True)
+        for rank, a in enumerate(answers, start=1)
+    ]
+
+
+def test_ranked_says_when_the_header_ranks_nothing(
+    campaign_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mlkaps_gpu.cli._select import HeaderFunction
+
+    load = HeaderFunction.load.__func__  # type: ignore[attr-defined]
+
+    def unranked(cls, campaign):  # as the header of per-parameter trees: no ranked function
+        loaded = load(cls, campaign)
+        return cls(loaded.module, loaded.function, loaded.inputs, loaded.design, None)
+
+    monkeypatch.setattr(HeaderFunction, "load", classmethod(unranked))
+    assert main(["select", str(campaign_dir), "n=100", "--ranked"]) == 2
+    assert "ranks no configurations" in capsys.readouterr().err
+    assert main(["select", str(campaign_dir), "n=100"]) == 0  # the first answer still
+
+
+def test_a_reader_that_stops_early_ends_select_quietly(
+    campaign_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _select(campaign_dir, "n=100", capsys=capsys)  # compiled once, outside the pipe
+    table = tmp_path / "inputs.csv"
+    table.write_text("n\n" + "\n".join(str(16 + n % 4000) for n in range(200_000)) + "\n")
+    run_main = "import sys; from mlkaps_gpu.cli import main; sys.exit(main())"
+    command = [sys.executable, "-c", run_main, "select", str(campaign_dir)]
+    with subprocess.Popen(
+        [*command, "--csv", str(table), "--ranked"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    ) as process:
+        assert process.stdout is not None and process.stderr is not None
+        assert process.stdout.readline().startswith(b"n,rank,")
+        process.stdout.close()  # as `| head -1` does
+        error = process.stderr.read().decode()
+        status = process.wait(timeout=120)
+    assert status == 141, error
+    assert "Traceback" not in error and "Broken pipe" not in error
+
+
 def test_unfinished_or_foreign_directories_are_errors(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
