@@ -233,20 +233,6 @@ def replay_config(case: str, data: Path) -> tuple[dict[str, Any], Path] | None:
     return config, data.resolve().parent / f"{case}_replay.toml"
 
 
-def run_replay_project(
-    case: str,
-    replay: tuple[dict[str, Any], Path],
-    truth: Truth,
-    budget: int,
-    seed: int,
-    workdir: Path,
-    max_configs: int | str | None = None,
-) -> np.ndarray:
-    """A campaign on the replay configuration at budget B (``[trees] max_configs`` set where
-    given); its header's answers, each the first of its ranking the point lists."""
-    return replay_header_answers(case, replay, truth, budget, seed, workdir, max_configs)[1]
-
-
 def replay_header_answers(
     case: str,
     replay: tuple[dict[str, Any], Path],
@@ -256,9 +242,10 @@ def replay_header_answers(
     workdir: Path,
     max_configs: int | str | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`run_replay_project`'s campaign; its header's first answer at every point, and the
-    first answer of its ranking (``<prefix>_ranked``) that the point lists (the first answer
-    where the header ranks nothing)."""
+    """A campaign on the replay configuration at budget B (``[trees] max_configs`` set where
+    given); its header's first answer at every point, and the first answer of its ranking
+    (``<prefix>_ranked``) that the point lists (the first answer where the header ranks
+    nothing)."""
     from benchkit.configs import to_toml
 
     import mlkaps_gpu
@@ -388,9 +375,9 @@ def bench_replay(
                 seconds[HEADER] = time.perf_counter() - tuning
                 if max_configs is not None:
                     bounded = f"{HEADER} (max_configs = {max_configs})"
-                    by_tool[bounded] = run_replay_project(
+                    by_tool[bounded] = replay_header_answers(
                         case, replay, truth, budget, seed, workdir, max_configs
-                    )
+                    )[1]
             for tool, chosen in by_tool.items():
                 fractions = point_fractions(truth, chosen)
                 rows.append(

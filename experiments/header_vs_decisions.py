@@ -115,9 +115,9 @@ def one_seed(
     replay = bench_inputs.replay_config(case, path)
     if replay is None:
         raise SystemExit("this checkout cannot replay AutoHeuristic tables")
-    answers = bench_inputs.run_replay_project(
+    answers = bench_inputs.replay_header_answers(
         case, replay, truth, budget, seed, workdir, max_configs
-    )
+    )[1]
     bounded = "" if max_configs is None else f"_k{max_configs}"
     folder = workdir / f"{case}_B{budget}_s{seed}{bounded}"
     decided, measured = decision_answers(truth, pd.read_csv(folder / "optima.csv"))

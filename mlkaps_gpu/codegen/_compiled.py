@@ -18,10 +18,10 @@ import pandas as pd
 from mlkaps_gpu import user_cache
 from mlkaps_gpu.codegen._names import NamePlan
 from mlkaps_gpu.codegen._verify import (
-    _C_ARRAY_TYPES,
     _NUMPY_TYPES,
     _input_array,
     _wrapper_source,
+    batch_buffers,
     load_cached_module,
     ranked_batch_source,
     run_ranked,
@@ -77,14 +77,7 @@ class CompiledHeader:
         ffi = self.module.ffi
         inputs = [np.ascontiguousarray(_input_array(p, inputs_table[p.name])) for p in model.inputs]
         outputs = [np.zeros(n_rows, dtype=_NUMPY_TYPES[p.kind]) for p in model.design]
-        buffers = [
-            ffi.from_buffer(f"{_C_ARRAY_TYPES[p.kind]}[]", array)
-            for p, array in zip(model.inputs, inputs, strict=True)
-        ]
-        out_buffers = [
-            ffi.from_buffer(f"{_C_ARRAY_TYPES[p.kind]}[]", array, require_writable=True)
-            for p, array in zip(model.design, outputs, strict=True)
-        ]
+        buffers, out_buffers = batch_buffers(ffi, model, inputs, outputs)
         getattr(self.module.lib, self.function)(n_rows, *buffers, *out_buffers)
         columns: dict[str, Any] = {}
         for parameter, produced in zip(model.design, outputs, strict=True):

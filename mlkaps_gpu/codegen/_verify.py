@@ -61,6 +61,33 @@ class VerificationReport:
         )
 
 
+def batch_inputs(model: DecisionModel, plan: NamePlan) -> tuple[list[str], list[str]]:
+    """A batch function's leading parameters (the row count, one input array per input) and
+    the arguments of its per-row call (row ``i``, cast to the enum of categorical inputs)."""
+    arguments = ["long long n_rows"]
+    call_arguments = []
+    for index, (parameter, names) in enumerate(zip(model.inputs, plan.inputs, strict=True)):
+        arguments.append(f"const {C_ARRAY_TYPES[parameter.kind]} *in_{index}")
+        cast = f"({names.enum_type})" if names.enum_type is not None else ""
+        call_arguments.append(f"{cast}in_{index}[i]")
+    return arguments, call_arguments
+
+
+def batch_buffers(
+    ffi: Any, model: DecisionModel, inputs: Sequence[np.ndarray], outputs: Sequence[np.ndarray]
+) -> tuple[list[Any], list[Any]]:
+    """cffi buffers over a batch function's input arrays and its (writable) output arrays."""
+    in_buffers = [
+        ffi.from_buffer(f"{C_ARRAY_TYPES[p.kind]}[]", np.ascontiguousarray(array))
+        for p, array in zip(model.inputs, inputs, strict=True)
+    ]
+    out_buffers = [
+        ffi.from_buffer(f"{C_ARRAY_TYPES[p.kind]}[]", array, require_writable=True)
+        for p, array in zip(model.design, outputs, strict=True)
+    ]
+    return in_buffers, out_buffers
+
+
 def batch_source(
     model: DecisionModel, prefix: str, name: str, *, qualifier: str = ""
 ) -> tuple[str, str]:
@@ -72,12 +99,7 @@ def batch_source(
     ``qualifier`` goes before the return type (``"__global__"`` makes it a one-thread kernel).
     """
     plan = NamePlan.build(prefix, model.inputs, model.design, model.tree_names)
-    arguments = ["long long n_rows"]
-    call_arguments = []
-    for index, (parameter, names) in enumerate(zip(model.inputs, plan.inputs, strict=True)):
-        arguments.append(f"const {C_ARRAY_TYPES[parameter.kind]} *in_{index}")
-        cast = f"({names.enum_type})" if names.enum_type is not None else ""
-        call_arguments.append(f"{cast}in_{index}[i]")
+    arguments, call_arguments = batch_inputs(model, plan)
     assignments = []
     for index, (parameter, output) in enumerate(zip(model.design, plan.outputs, strict=True)):
         c_type = C_ARRAY_TYPES[parameter.kind]
@@ -110,12 +132,7 @@ def ranked_batch_source(model: DecisionModel, prefix: str, name: str) -> tuple[s
     assert model.ranking is not None
     plan = NamePlan.build(prefix, model.inputs, model.design, model.tree_names)
     width = len(model.ranking.portfolio) + 1
-    arguments = ["long long n_rows"]
-    call_arguments = []
-    for index, (parameter, names) in enumerate(zip(model.inputs, plan.inputs, strict=True)):
-        arguments.append(f"const {C_ARRAY_TYPES[parameter.kind]} *in_{index}")
-        cast = f"({names.enum_type})" if names.enum_type is not None else ""
-        call_arguments.append(f"{cast}in_{index}[i]")
+    arguments, call_arguments = batch_inputs(model, plan)
     arguments.append("int *counts")
     assignments = []
     for index, (parameter, output) in enumerate(zip(model.design, plan.outputs, strict=True)):
@@ -155,17 +172,9 @@ def run_ranked(
     width = len(model.ranking.portfolio) + 1
     n_rows = len(inputs_table)
     ffi = module.ffi
-    inputs = [np.ascontiguousarray(a) for a in input_arrays(model, inputs_table)]
     counts = np.zeros(n_rows, dtype=np.intc)
     outputs = [np.zeros(n_rows * width, dtype=NUMPY_TYPES[p.kind]) for p in model.design]
-    buffers = [
-        ffi.from_buffer(f"{C_ARRAY_TYPES[p.kind]}[]", array)
-        for p, array in zip(model.inputs, inputs, strict=True)
-    ]
-    out_buffers = [
-        ffi.from_buffer(f"{C_ARRAY_TYPES[p.kind]}[]", array, require_writable=True)
-        for p, array in zip(model.design, outputs, strict=True)
-    ]
+    buffers, out_buffers = batch_buffers(ffi, model, input_arrays(model, inputs_table), outputs)
     count_buffer = ffi.from_buffer("int[]", counts, require_writable=True)
     getattr(module.lib, function)(n_rows, *buffers, count_buffer, *out_buffers)
     frames = []
@@ -269,14 +278,7 @@ def _run_batch(
 ) -> list[np.ndarray]:
     """The compiled batch function's output arrays (one per design parameter) on ``inputs``."""
     outputs = [np.zeros(n_rows, dtype=NUMPY_TYPES[p.kind]) for p in model.design]
-    buffers = [
-        module.ffi.from_buffer(f"{C_ARRAY_TYPES[p.kind]}[]", np.ascontiguousarray(array))
-        for p, array in zip(model.inputs, inputs, strict=True)
-    ]
-    out_buffers = [
-        module.ffi.from_buffer(f"{C_ARRAY_TYPES[p.kind]}[]", array, require_writable=True)
-        for p, array in zip(model.design, outputs, strict=True)
-    ]
+    buffers, out_buffers = batch_buffers(module.ffi, model, inputs, outputs)
     getattr(module.lib, wrapper)(n_rows, *buffers, *out_buffers)
     return outputs
 
@@ -486,7 +488,6 @@ def boundary_inputs(
 
 
 # Names used by ``_compiled.py`` (written alongside this module), kept for it.
-_C_ARRAY_TYPES = C_ARRAY_TYPES
 _NUMPY_TYPES = NUMPY_TYPES
 
 

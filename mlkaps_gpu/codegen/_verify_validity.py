@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from mlkaps_gpu.codegen._names import NamePlan
-from mlkaps_gpu.codegen._verify import C_ARRAY_TYPES, _input_array, _load_module
+from mlkaps_gpu.codegen._verify import C_ARRAY_TYPES, _input_array, _load_module, batch_inputs
 from mlkaps_gpu.trees import DecisionModel, Selector, model_of
 
 
@@ -29,12 +29,7 @@ def validity_batch_source(model: DecisionModel, prefix: str, name: str) -> tuple
     """Declaration and definition of ``void name(n_rows, inputs..., design..., int *out)``
     calling ``<prefix>_is_valid`` per row (arrays typed as in :func:`batch_source`)."""
     plan = NamePlan.build(prefix, model.inputs, model.design, model.tree_names)
-    arguments = ["long long n_rows"]
-    call = []
-    for index, (parameter, names) in enumerate(zip(model.inputs, plan.inputs, strict=True)):
-        arguments.append(f"const {C_ARRAY_TYPES[parameter.kind]} *in_{index}")
-        cast = f"({names.enum_type})" if names.enum_type is not None else ""
-        call.append(f"{cast}in_{index}[i]")
+    arguments, call = batch_inputs(model, plan)
     fields = []
     for index, (parameter, output) in enumerate(zip(model.design, plan.outputs, strict=True)):
         arguments.append(f"const {C_ARRAY_TYPES[parameter.kind]} *design_{index}")
