@@ -12,7 +12,12 @@ another target's. After them come the common API, under ``<prefix>``:
 * ``<prefix>_select_target(const char *name, inputs..., <prefix>_config *out)``: the target of
   that name (ASCII case-insensitive), returning 0; for an unknown name (or NULL) it returns -1
   and fills ``out`` with the default target's answer. Host and device: the name comparison is
-  an inline loop, not ``strcmp``.
+  an inline loop, not ``strcmp``;
+* where every target's header ranks its configurations (joint trees, decision 0048),
+  ``<prefix>_ranked(inputs..., <prefix>_config *out, int max)`` (the target of the macro) and
+  ``<prefix>_ranked_target(const char *name, inputs..., out, max)`` (the named target; -1 and
+  nothing written for an unknown name): that target's ``_ranked`` converted to the common
+  struct, returning how many it wrote. Host code only, as each target's ranked function.
 
 All targets must have identical input and design parameters (names, kinds, values, ranges),
 with one exception: a categorical input that holds a single value in a target (a campaign that
@@ -249,6 +254,13 @@ class _MultiPlan:
     out_arg: str
     result: str
     status: str
+    #: the ranked functions (every target's model ranks its configurations), else empty:
+    #: ``<prefix>_ranked``, ``<prefix>_ranked_target``, one converting helper per target,
+    #: and the locals ``max``, ``count``, ``k`` and ``buffer``
+    ranked: str = ""
+    ranked_target: str = ""
+    ranked_helpers: tuple[str, ...] = ()
+    ranked_locals: tuple[str, ...] = ()
 
     @property
     def reference(self) -> DecisionModel:
@@ -285,15 +297,26 @@ def _plan(targets: Sequence[Target], prefix: str, default: str | None) -> _Multi
     guard = f"{prefix.upper()}_MULTI_TARGET_H_INCLUDED"
     select_target = f"{prefix}_select_target"
     public = [guard, common.hd_macro, common.config_type, common.select_function, select_target]
+    ranks = all(m.ranking is not None and len(m.trees) == 1 for m in models)
+    if ranks:
+        public += [f"{prefix}_ranked", f"{prefix}_ranked_target"]
     taken = _claim_symbols(targets, plans, common, public)
     name_equals = unique_name(f"{prefix}_target_name_equals", taken)
     selected_name = unique_name(f"{prefix.upper()}_SELECTED_TARGET", taken)
     converters = [unique_name(f"{plan.prefix}_to_common", taken) for plan in plans]
+    helpers = (
+        tuple(unique_name(f"{plan.prefix}_ranked_to_common", taken) for plan in plans)
+        if ranks
+        else ()
+    )
     # arguments and locals of the common functions shadow no file-scope name
     scope = set(taken)
     arguments = [unique_name(names.argument, scope) for names in common.inputs]
     name_arg, out_arg, result, status = (
         unique_name(n, scope) for n in ("name", "out", "result", "status")
+    )
+    ranked_locals = (
+        tuple(unique_name(n, scope) for n in ("max", "count", "k", "buffer")) if ranks else ()
     )
     return _MultiPlan(
         targets=targets,
@@ -315,6 +338,10 @@ def _plan(targets: Sequence[Target], prefix: str, default: str | None) -> _Multi
         out_arg=out_arg,
         result=result,
         status=status,
+        ranked=f"{prefix}_ranked" if ranks else "",
+        ranked_target=f"{prefix}_ranked_target" if ranks else "",
+        ranked_helpers=helpers,
+        ranked_locals=ranked_locals,
     )
 
 
@@ -427,8 +454,16 @@ def _input_parameters(mp: _MultiPlan) -> list[str]:
 def _call(mp: _MultiPlan, index: int) -> str:
     """Target ``index``'s select function on the common arguments, converted to the common
     configuration (categorical inputs cast to the target's enums)."""
+    plan = mp.plans[index]
+    passed = _passed(mp, index)
+    return f"{mp.converters[index]}({plan.select_function}({', '.join(passed)}))"
+
+
+def _passed(mp: _MultiPlan, index: int) -> list[str]:
+    """The common arguments as target ``index``'s functions take them (a one-valued input its
+    only value, categorical inputs cast to the target's enums)."""
     plan, model = mp.plans[index], mp.models[index]
-    passed = [
+    return [
         names.enum_constants[0]
         if _one_valued(p)
         else f"({c_type(p, names)}){argument}"
@@ -436,7 +471,68 @@ def _call(mp: _MultiPlan, index: int) -> str:
         else argument
         for p, names, argument in zip(model.inputs, plan.inputs, mp.arguments, strict=True)
     ]
-    return f"{mp.converters[index]}({plan.select_function}({', '.join(passed)}))"
+
+
+def _ranked_helper(mp: _MultiPlan, index: int) -> list[str]:
+    """Target ``index``'s ranked configurations, converted to the common configuration
+    (host code, as the target's ranked function)."""
+    plan, model = mp.plans[index], mp.models[index]
+    assert model.ranking is not None
+    most, count, k, buffer = mp.ranked_locals
+    width = len(model.ranking.portfolio) + 1
+    config, out = mp.common.config_type, mp.out_arg
+    arguments = [*_input_parameters(mp), f"{config} *{out}", f"int {most}"]
+    call = ", ".join([*_passed(mp, index), buffer, f"{most} < {width} ? {most} : {width}"])
+    return [
+        f"static inline int {mp.ranked_helpers[index]}({', '.join(arguments)})",
+        "{",
+        f"{INDENT}{plan.config_type} {buffer}[{width}];",
+        f"{INDENT}int {count} = {plan.ranked_function}({call});",
+        f"{INDENT}int {k};",
+        f"{INDENT}for ({k} = 0; {k} < {count}; ++{k}) {{",
+        f"{INDENT * 2}{out}[{k}] = {mp.converters[index]}({buffer}[{k}]);",
+        f"{INDENT}}}",
+        f"{INDENT}return {count};",
+        "}",
+    ]
+
+
+def _ranked_call(mp: _MultiPlan, index: int) -> str:
+    """Target ``index``'s helper on the common arguments, ``out`` and ``max``."""
+    passed = [a for a, dropped in zip(mp.arguments, mp.dropped, strict=True) if not dropped]
+    return f"{mp.ranked_helpers[index]}({', '.join([*passed, mp.out_arg, mp.ranked_locals[0]])})"
+
+
+def _ranked_functions(mp: _MultiPlan) -> list[list[str]]:
+    """``<prefix>_ranked`` (the target of the macro, else the default) and
+    ``<prefix>_ranked_target`` (the named target; -1 and nothing written for an unknown
+    name), host code only."""
+    config, out, most = mp.common.config_type, mp.out_arg, mp.ranked_locals[0]
+    inputs = _input_parameters(mp)
+    entry = [
+        f"static inline int {mp.ranked}({', '.join([*inputs, f'{config} *{out}', f'int {most}'])})",
+        "{",
+    ]
+    for index, macro in enumerate(mp.macros):
+        entry += [f"#{'if' if index == 0 else 'elif'} defined({macro})"]
+        entry += [f"{INDENT}return {_ranked_call(mp, index)};"]
+    entry += ["#else", f"{INDENT}return {_ranked_call(mp, mp.default_index)};", "#endif", "}"]
+    arguments = [f"const char *{mp.name_arg}", *inputs, f"{config} *{out}", f"int {most}"]
+    named = [
+        "/* The named target's ranked configurations and how many; -1 and nothing written for"
+        " an unknown or NULL name. */",
+        f"static inline int {mp.ranked_target}({', '.join(arguments)})",
+        "{",
+    ]
+    for index, ident in enumerate(mp.identifiers):
+        test = " || ".join(
+            f'{mp.name_equals}({mp.name_arg}, "{spelling}")'
+            for spelling in _spellings(mp.targets[index].name, ident)
+        )
+        named += [f"{INDENT}if ({test}) {{", f"{INDENT * 2}return {_ranked_call(mp, index)};"]
+        named += [f"{INDENT}}}"]
+    named += [f"{INDENT}return -1;", "}"]
+    return [entry, named]
 
 
 def _compile_time_select(mp: _MultiPlan) -> list[list[str]]:
@@ -546,5 +642,8 @@ def render_multi_header(
     header += _compile_time_select(mp)
     header.append(_name_equals_function(mp.hd, mp.name_equals))
     header.append(_select_target_function(mp))
+    if mp.ranked:
+        header += [_ranked_helper(mp, index) for index in range(len(mp.plans))]
+        header += _ranked_functions(mp)
     header.append([f"#endif /* {mp.guard} */"])
     return "\n\n".join("\n".join(block) for block in header) + "\n"

@@ -20,7 +20,13 @@ from mlkaps_gpu.cli._export import add_parser, export_header, run
 from mlkaps_gpu.codegen import boundary_inputs, compile_check, target_macro
 from mlkaps_gpu.codegen._compiled import CompiledHeader
 from mlkaps_gpu.testing import write_config, write_toy_kernel
-from tests.codegen.test_multi_target import by_name, codes_of, finite_rows, program_answers
+from tests.codegen.test_multi_target import (
+    by_name,
+    codes_of,
+    finite_rows,
+    program_answers,
+    ranked_by_name,
+)
 from tests.toy import importable
 
 SHIFTED_KERNEL = '''
@@ -94,6 +100,18 @@ def _check_export(campaigns: list[Campaign], names: list[str], tmp_path: Path) -
     for name, expected in [*zip(names, answers, strict=True), ("nope", answers[0])]:
         got = by_name(header, model, prefix, name, build)(table)
         assert got.equals(expected), name
+    # the ranked configurations by name, through cffi, equal each campaign's own ranking
+    assert f" {prefix}_ranked_target(" in header and f" {prefix}_ranked(" in header
+    for name, compiled, selector in zip(names, own, selectors, strict=True):
+        got_frames, got_counts = ranked_by_name(header, selector.model_, prefix, name, table)
+        frames, counts = compiled.ranked(table)
+        assert (got_counts == counts).all() and counts.max() > 1, name
+        for rank, (got, expected) in enumerate(zip(got_frames, frames, strict=True)):
+            rows = rank < counts
+            assert got[rows].reset_index(drop=True).equals(expected[rows].reset_index(drop=True)), (
+                name,
+                rank,
+            )
     # (a) strict builds, with each macro and with none
     for macro in [None, *names]:
         flags = [f"-D{target_macro(macro)}"] if macro else []

@@ -31,7 +31,7 @@ SHIM = "mtshim"
 
 # ------------------------------------------------------------------ helpers (used by campaign)
 def by_name(
-    header: str, model: DecisionModel, prefix: str, name: str, build_dir: Path
+    header: str, model: DecisionModel, prefix: str, name: str, build_dir: Path | None
 ) -> CompiledHeader:
     """``<prefix>_select_target(name, ...)`` through cffi, dressed as a single-target header of
     prefix ``mtshim`` so that :class:`CompiledHeader` can call it on a table."""
@@ -55,6 +55,28 @@ def by_name(
         "}",
     ]
     return CompiledHeader(model, header + "\n".join(lines) + "\n", prefix=SHIM, build_dir=build_dir)
+
+
+def ranked_by_name(
+    header: str, model: DecisionModel, prefix: str, name: str, table: pd.DataFrame
+) -> tuple[list[pd.DataFrame], np.ndarray]:
+    """``<prefix>_ranked_target(name, ...)`` through cffi on the table of :func:`by_name`'s
+    shim, dressed as the single-target ``mtshim_ranked`` of ``model`` (the target's own model:
+    its ranking's width sizes the buffers)."""
+    common = NamePlan.build(prefix, model.inputs, model.design, ())
+    shim = NamePlan.build(SHIM, model.inputs, model.design, ("joint",))
+    arguments = ", ".join(
+        f"{theirs.enum_type or _scalar(p)} {theirs.argument}"
+        for p, theirs in zip(model.inputs, shim.inputs, strict=True)
+    )
+    passed = ", ".join(theirs.argument for theirs in shim.inputs)
+    lines = [
+        f"static int {shim.ranked_function}({arguments}, {common.config_type} *out, int max)",
+        "{",
+        f'    return {prefix}_ranked_target("{name}", {passed}, out, max);',
+        "}",
+    ]
+    return by_name(header + "\n".join(lines) + "\n", model, prefix, name, None).ranked(table)
 
 
 def _scalar(parameter: Parameter) -> str:
