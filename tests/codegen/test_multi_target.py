@@ -31,7 +31,12 @@ SHIM = "mtshim"
 
 # ------------------------------------------------------------------ helpers (used by campaign)
 def by_name(
-    header: str, model: DecisionModel, prefix: str, name: str, build_dir: Path | None
+    header: str,
+    model: DecisionModel,
+    prefix: str,
+    name: str,
+    build_dir: Path | None,
+    extra: Sequence[str] = (),
 ) -> CompiledHeader:
     """``<prefix>_select_target(name, ...)`` through cffi, dressed as a single-target header of
     prefix ``mtshim`` so that :class:`CompiledHeader` can call it on a table."""
@@ -53,6 +58,7 @@ def by_name(
         f'    (void){prefix}_select_target("{name}", {passed}, &c);',
         "    return c;",
         "}",
+        *extra,  # more shim functions, after the shim's types
     ]
     return CompiledHeader(model, header + "\n".join(lines) + "\n", prefix=SHIM, build_dir=build_dir)
 
@@ -76,7 +82,7 @@ def ranked_by_name(
         f'    return {prefix}_ranked_target("{name}", {passed}, out, max);',
         "}",
     ]
-    return by_name(header + "\n".join(lines) + "\n", model, prefix, name, None).ranked(table)
+    return by_name(header, model, prefix, name, None, lines).ranked(table)
 
 
 def _scalar(parameter: Parameter) -> str:
