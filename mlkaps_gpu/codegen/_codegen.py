@@ -238,6 +238,14 @@ def _feature_function(plan: NamePlan) -> list[str]:
     ]
 
 
+def _feature_lines(model: DecisionModel, plan: NamePlan, features: str) -> list[str]:
+    """Statements filling the feature array ``features`` from the select arguments."""
+    return [
+        f"{INDENT}{features}[{index}] = {_feature_expression(parameter, names.argument, plan)};"
+        for index, (parameter, names) in enumerate(zip(model.inputs, plan.inputs, strict=True))
+    ]
+
+
 def _select_arguments(model: DecisionModel, plan: NamePlan) -> list[str]:
     return [
         f"{c_type(parameter, names)} {names.argument}"
@@ -256,9 +264,7 @@ def _select_function(model: DecisionModel, plan: NamePlan, name: str) -> list[st
         f"{INDENT}double {features}[{len(model.inputs)}];",
         f"{INDENT}int {leaf};",
     ]
-    for index, (parameter, names) in enumerate(zip(model.inputs, plan.inputs, strict=True)):
-        expression = _feature_expression(parameter, names.argument, plan)
-        lines.append(f"{INDENT}{features}[{index}] = {expression};")
+    lines += _feature_lines(model, plan, features)
     for tree_index, function in enumerate(plan.leaf_functions):
         lines.append(f"{INDENT}{leaf} = {function}({features});")
         for output, output_names in zip(model.outputs, plan.outputs, strict=True):
@@ -338,9 +344,7 @@ def _ranked_function(
         f"{INDENT}{out}[0] = {plan.select_function}({call});",
         f"{INDENT}{count} = 1;",
     ]
-    for index, (parameter, names) in enumerate(zip(model.inputs, plan.inputs, strict=True)):
-        expression = _feature_expression(parameter, names.argument, plan)
-        lines.append(f"{INDENT}{features}[{index}] = {expression};")
+    lines += _feature_lines(model, plan, features)
     same = " && ".join(
         f"{candidate}->{names.field} == {out}[0].{names.field}" for names in plan.outputs
     )
