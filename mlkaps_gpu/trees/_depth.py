@@ -85,7 +85,8 @@ class DepthSweep:
         chosen: among the depths whose mean regret is at most the best + ``tolerance``, the
             smallest with the fewest ``measured_over``.
         tolerance: absolute tolerance on the mean relative regret.
-        selectors: the fitted selector of every depth tried.
+        selectors: the fitted selector of every depth tried (only the chosen one ranks its
+            configurations per leaf).
     """
 
     table: pd.DataFrame
@@ -145,7 +146,9 @@ def sweep_depths(
     rows, selectors = [], {}
     for depth in depths:
         selector = make_selector(mode, depth, random_state=random_state, partition=partition)
-        selector.fit(optima, space.inputs, space.design, space=space, score=score, oracle=oracle)
+        selector.fit(
+            optima, space.inputs, space.design, space=space, score=score, oracle=oracle, rank=False
+        )
         rows.append(_depth_row(depth, selector, oracle, measured_regret, tolerance))
         selectors[depth] = selector
         if selector.grown_depth() < depth:
@@ -160,7 +163,9 @@ def sweep_depths(
     within = table[table["mean_regret"] <= float(table["mean_regret"].min()) + tolerance]
     if measured_regret is not None:
         within = within[within["measured_over"] == within["measured_over"].min()]
-    return DepthSweep(table, int(within["depth"].min()), tolerance, selectors)
+    chosen = int(within["depth"].min())
+    selectors[chosen].rank_configurations()  # the one that ships: the others are not ranked
+    return DepthSweep(table, chosen, tolerance, selectors)
 
 
 def _depth_row(

@@ -32,7 +32,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+from typing import Any, Self
 
 import numpy as np
 import pandas as pd
@@ -125,6 +126,7 @@ class JointSelector(Selector):
             structure, features, codes, configurations, inverse, by_frequency, oracle, space
         )
         self.leaves_ = pd.DataFrame(rows)
+        self._rank_from: tuple[np.ndarray, RegretOracle] | None = (features, oracle)
         structure, leaves = graft(structure, plans)
         chosen = np.array([leaf.codes for leaf in leaves], dtype=np.int64)
         structure, chosen = merge_equal_leaves(structure, chosen)
@@ -137,13 +139,24 @@ class JointSelector(Selector):
             trees=(structure,),
             tree_names=("joint",),
             outputs=outputs,
-            ranking=self._ranking(structure, chosen, features, oracle),
             description=(
                 f"JointSelector(max_depth={self.max_depth}, min_samples_leaf="
                 f"{self.min_samples_leaf}, partition={self.partition!r}, random_state="
                 f"{self.random_state}), one tree whose leaves hold complete configurations"
             ),
         )
+
+    def rank_configurations(self) -> Self:
+        """Add the per-leaf ranking (:meth:`_ranking`) to the model fitted last, once; a
+        selector read back from data keeps the ranking it was written with."""
+        model = self._check_fitted()
+        source = getattr(self, "_rank_from", None)
+        if model.ranking is None and source is not None:
+            chosen = np.column_stack([output.codes for output in model.outputs])
+            ranking = self._ranking(model.trees[0], chosen, *source)
+            self.model_ = dataclasses.replace(model, ranking=ranking)
+        self._rank_from = None  # the oracle's cache is not held past the ranking
+        return self
 
     def _ranking(
         self,

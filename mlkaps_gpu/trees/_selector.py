@@ -144,6 +144,7 @@ class Selector(abc.ABC):
         space: Space | None = None,
         score: Score | None = None,
         oracle: RegretOracle | None = None,
+        rank: bool = True,
     ) -> Self:
         """Learn the optimal configuration of each input point.
 
@@ -158,6 +159,8 @@ class Selector(abc.ABC):
                 configurations by it, such as :class:`JointSelector`, need it).
             oracle: a :class:`RegretOracle` built on these optima, space and score, to reuse
                 its cached predictions (optional; a depth sweep passes one).
+            rank: rank the configurations per leaf (:meth:`rank_configurations`) now; a depth
+                sweep fits every depth without and ranks only the one it chooses.
         """
         inputs, design = tuple(inputs), tuple(design)
         features = _check_fit_arguments(optima, inputs, design, space)
@@ -171,6 +174,12 @@ class Selector(abc.ABC):
             )
             model = dataclasses.replace(model, validity=validity)
         self.model_ = model
+        return self.rank_configurations() if rank else self
+
+    def rank_configurations(self) -> Self:
+        """Add the per-leaf ranking of the configurations to the fitted model, where the
+        selector kind has one (:class:`JointSelector`, decision 0048); here, nothing."""
+        self._check_fitted()
         return self
 
     @abc.abstractmethod

@@ -108,6 +108,18 @@ def test_sweep_chooses_the_smallest_depth_within_tolerance(sweep) -> None:
     assert sweep.selector.max_depth == sweep.chosen
 
 
+def test_the_sweep_ranks_only_the_depth_it_chooses(sweep, constrained: SimpleNamespace) -> None:
+    ranked = {d: s.model_.ranking is not None for d, s in sweep.selectors.items()}
+    assert ranked == {d: d == sweep.chosen for d in sweep.selectors}
+    # the same ranking as a selector fitted at that depth alone
+    space = constrained.space
+    alone = JointSelector(max_depth=sweep.chosen).fit(
+        constrained.optima, space.inputs, space.design, space=space, score=constrained.score
+    )
+    assert np.array_equal(alone.model_.ranking.order, sweep.selector.model_.ranking.order)
+    assert np.array_equal(alone.model_.ranking.portfolio, sweep.selector.model_.ranking.portfolio)
+
+
 def test_zero_tolerance_picks_a_best_depth(constrained: SimpleNamespace) -> None:
     sweep = sweep_depths(
         constrained.optima, constrained.space, constrained.score, depths=[2, 4], tolerance=0.0
