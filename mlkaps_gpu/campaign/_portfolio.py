@@ -12,6 +12,9 @@ from mlkaps_gpu.space import Space
 #: Most configurations :func:`limit_configurations` chooses its portfolio from (the decided
 #: ones always; then the most measured ones).
 PORTFOLIO_CANDIDATES = 256
+#: Points at which a decided configuration must have been measured beside its replacement
+#: before :func:`measured_loss` counts what dropping it costs (a replication).
+REPLICATED = 2
 
 
 def limit_configurations(
@@ -63,6 +66,13 @@ def limit_configurations(
 
 
 def portfolio_size(decisions: pd.DataFrame, score: EvidenceScore, space: Space) -> int:
+    """How many distinct configurations the evidence can tell apart (:func:`size_and_tolerance`)."""
+    return size_and_tolerance(decisions, score, space)[0]
+
+
+def size_and_tolerance(
+    decisions: pd.DataFrame, score: EvidenceScore, space: Space
+) -> tuple[int, float]:
     """How many distinct configurations the evidence can tell apart: the portfolio size whose
     decisions generalise best from one bootstrap replicate of the samples to another.
 
@@ -73,7 +83,9 @@ def portfolio_size(decisions: pd.DataFrame, score: EvidenceScore, space: Space) 
     prediction; the member left out then scores those choices (its prediction of the chosen
     configuration against its own best one, mean over the grid points, model space). The size
     returned is the smallest whose loss, averaged over the members left out, is within one
-    standard error of the least (the one-standard-error rule of CART's pruning). A
+    standard error of the least (the one-standard-error rule of CART's pruning); that standard
+    error is returned beside the size, as the loss the rule tolerates (0 where it does not
+    apply). A
     difference between configurations that only some draws of the noise show costs more on the
     draws that do not show it than it gains: more configurations than the evidence resolves
     lose on the member left out, and the trees no longer split on them.
@@ -91,13 +103,13 @@ def portfolio_size(decisions: pd.DataFrame, score: EvidenceScore, space: Space) 
     decided = decisions[design].drop_duplicates().reset_index(drop=True)
     n_configs = len(decided)
     if n_configs <= 1 or not numeric_inputs(space):
-        return n_configs
+        return n_configs, 0.0
     points = decisions[space.input_names].reset_index(drop=True)
     n_points = len(points)
     pairs = _every_pair(points, decided, space.names)
     valid = space.is_valid(pairs)
     if not valid.any():
-        return n_configs
+        return n_configs, 0.0
     listed = pairs[valid]
     # only valid pairs are predicted (a table replay lists a few of its choices per point)
     predicted = score.evidence.sign * score.model.predict_members(
@@ -134,7 +146,55 @@ def portfolio_size(decisions: pd.DataFrame, score: EvidenceScore, space: Space) 
     mean = loss.mean(axis=0)
     least = int(np.argmin(mean))
     error = loss[:, least].std(ddof=1) / np.sqrt(len(loss))
-    return int(np.flatnonzero(mean <= mean[least] + error)[0]) + 1
+    return int(np.flatnonzero(mean <= mean[least] + error)[0]) + 1, float(error)
+
+
+def auto_portfolio(decisions: pd.DataFrame, score: EvidenceScore, space: Space) -> pd.DataFrame:
+    """``[trees] max_configs = "auto"``: the decisions within :func:`portfolio_size`
+    configurations, grown one at a time while the measurements alone show the rewrite to lose
+    more than the size rule tolerates (:func:`measured_loss`).
+
+    The size rule judges portfolios on the ensemble's members, where a configuration decided
+    at a few points weighs little beside the noise of the predictions at all the others. Where
+    that configuration was measured beside the member that replaced it, the difference is no
+    draw of a model: if those paired measurements, averaged over the grid points as the rule
+    averages its loss, lose more than the one standard error the rule allowed, a larger
+    portfolio is needed.
+    """
+    n_decided = len(decisions[space.design_names].drop_duplicates())
+    limit, tolerance = size_and_tolerance(decisions, score, space)
+    limited = limit_configurations(decisions, score, space, limit)
+    while limit < n_decided and measured_loss(decisions, limited, score, space) > tolerance:
+        limit += 1
+        limited = limit_configurations(decisions, score, space, limit)
+    return limited
+
+
+def measured_loss(
+    before: pd.DataFrame, after: pd.DataFrame, score: EvidenceScore, space: Space
+) -> float:
+    """What the measurements alone say rewriting the decisions ``before`` into ``after``
+    costs, over the number of points.
+
+    At each rewritten point where both configurations were measured, the replacement's
+    measured mean minus the decided one's (signed, model space: a gain where the replacement
+    was measured faster). A decided configuration counts only where it was so paired at
+    :data:`REPLICATED` points or more: one pair is one draw of each cell's noise (a table
+    pass's outlier, a burst of interference), and no portfolio should grow on it."""
+    design = space.design_names
+    before = before.reset_index(drop=True)
+    after = after.reset_index(drop=True)
+    changed = ~(before[design] == after[design]).all(axis=1).to_numpy()
+    if not changed.any():
+        return 0.0
+    old = score.evidence.match(before.loc[changed, space.names])
+    new = score.evidence.match(after.loc[changed, space.names])
+    both = (old["_n"].to_numpy() > 0) & (new["_n"].to_numpy() > 0)
+    gaps = before.loc[changed, design].reset_index(drop=True)[both]
+    gaps = gaps.assign(_gap=new["_f"].to_numpy()[both] - old["_f"].to_numpy()[both])
+    per_configuration = gaps.groupby(design, dropna=False)["_gap"].agg(["sum", "size"])
+    replicated = per_configuration["size"] >= REPLICATED
+    return float(per_configuration.loc[replicated, "sum"].sum()) / len(before)
 
 
 def _every_pair(

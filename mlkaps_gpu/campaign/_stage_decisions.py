@@ -21,7 +21,7 @@ from mlkaps_gpu.campaign._decisions import (
     decide,
     out_of_bag_error,
 )
-from mlkaps_gpu.campaign._portfolio import limit_configurations, portfolio_size
+from mlkaps_gpu.campaign._portfolio import auto_portfolio, limit_configurations
 from mlkaps_gpu.campaign._stage_context import StageContext
 from mlkaps_gpu.campaign._stage_modeling import TrainingSamples
 from mlkaps_gpu.kernels import available_cores
@@ -155,14 +155,14 @@ class DecisionStage:
     def decide(self, optima: pd.DataFrame, score: EvidenceScore) -> pd.DataFrame:
         """Every grid point's decision (:func:`decide`), within ``[trees] max_configs``
         distinct configurations (:func:`limit_configurations`; ``auto``: as many as
-        :func:`portfolio_size` finds the evidence tells apart; ``none``: no bound)."""
+        :func:`auto_portfolio` finds the evidence tells apart; ``none``: no bound)."""
         space = self.context.space
         decided = decide(optima, score, space, self.context.objectives[0])
         limit = self.settings.max_configs
         if limit is None or limit == "none":
             return decided
         if limit == "auto":
-            limit = portfolio_size(decided, score, space)
+            return auto_portfolio(decided, score, space)
         return limit_configurations(decided, score, space, limit)
 
     def fit_on_evidence(self, optima: pd.DataFrame, score: EvidenceScore) -> FittedSelector:

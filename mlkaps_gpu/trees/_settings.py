@@ -54,7 +54,9 @@ class TreesSettings(SettingsModel):
             "size whose choices hold best from one bootstrap replicate of the samples to "
             "another, each replicate holding the measured cells at their measured value "
             "within its standard error: the trees then do not split on differences within "
-            "the noise; every one where the inputs are all categorical); `none`: every "
+            "the noise; grown while a dropped configuration, measured beside its "
+            "replacement at two points or more, loses more there than the rule tolerates, "
+            "decision 0049; every one where the inputs are all categorical); `none`: every "
             "decided configuration."
         ),
         json_schema_extra={"allowed": 'a positive integer, "auto" or "none"'},

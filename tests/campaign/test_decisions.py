@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 import mlkaps_gpu.campaign._decisions as decisions_module
+import mlkaps_gpu.campaign._portfolio as portfolio_module
 from mlkaps_gpu.campaign._decisions import (
     DECIDE_KAPPA,
     NOISE_FLOOR,
@@ -17,7 +18,12 @@ from mlkaps_gpu.campaign._decisions import (
     EvidenceScore,
     decide,
 )
-from mlkaps_gpu.campaign._portfolio import limit_configurations, portfolio_size
+from mlkaps_gpu.campaign._portfolio import (
+    auto_portfolio,
+    limit_configurations,
+    measured_loss,
+    portfolio_size,
+)
 from mlkaps_gpu.space import Parameter, Space
 from mlkaps_gpu.surrogate import BootstrapEnsemble
 
@@ -415,6 +421,71 @@ def test_portfolio_size_keeps_every_configuration_of_categorical_inputs() -> Non
     model = Members(lambda gpu, x, j: noise[j, gpu, x])
     decisions = pd.DataFrame({"gpu": ["a", "b"], "x": [1, 2]})
     assert portfolio_size(decisions, EvidenceScore(evidence, model, sp), sp) == 2
+
+
+def paired_case(
+    second: dict[int, float],
+) -> tuple[pd.DataFrame, EvidenceScore, Space]:
+    """20 points with configurations 1 and 2 both measured at each (repeats 1 % apart):
+    1 at 1.0, 2 at ``second[n]`` (default 1.2 below n = 14, 1.0 from there); decided 1 below
+    n = 14 and 2 from there.
+    The members predict nothing apart."""
+    sp = Space(
+        [Parameter("n", "int", values=tuple(range(20)))],
+        [Parameter("x", "int", values=(1, 2, 3))],
+    )
+    cells = [
+        (n, x, 1.0 if x == 1 else second.get(n, 1.2 if n < 14 else 1.0))
+        for n in range(20)
+        for x in (1, 2)
+    ]
+    measured = samples([("a", x, t) for _, x, t in cells], 0.01)
+    measured = measured.drop(columns="gpu").assign(n=[n for n, _, _ in cells])
+    model = Members(lambda n, x, j: 0.0)
+    model.mean_by_x, model.sd = {1: 0.0, 2: 0.0, 3: 0.0}, 0.05
+    score = EvidenceScore(Evidence(measured, sp, "time"), model, sp)
+    decisions = pd.DataFrame({"n": range(20), "x": [1 if n < 14 else 2 for n in range(20)]})
+    return decisions, score, sp
+
+
+def test_measured_loss_is_the_paired_measurements_of_the_rewritten_points() -> None:
+    """Configuration 2, decided at n = 14 - 19, is rewritten to 1: the loss is what 1 was
+    measured slower (or faster) than 2 at those points, over the 20 points; points where 2
+    was not decided, or where one of the two was not measured, do not count."""
+    decisions, score, sp = paired_case({17: 0.8, 18: 0.8})
+    after = decisions.assign(x=1)
+    assert measured_loss(decisions, after, score, sp) == pytest.approx(2 * np.log(1.25) / 20)
+    assert measured_loss(decisions, decisions, score, sp) == 0.0
+    decisions, score, sp = paired_case({15: 1.25, 17: 0.8, 18: 0.8, 3: 0.5})
+    after = decisions.assign(x=1)
+    assert measured_loss(decisions, after, score, sp) == pytest.approx(np.log(1.25) / 20)
+    unmeasured = decisions.assign(x=[1] * 14 + [3] * 6)
+    assert measured_loss(decisions, unmeasured, score, sp) == 0.0
+
+
+def test_measured_loss_needs_a_configuration_paired_at_two_points() -> None:
+    """Configuration 2 measured twice as fast as 1 at n = 18 and 19: decided at 19 alone, its
+    one pair is one draw of the noise and counts for nothing; decided at both, it counts."""
+    _, score, sp = paired_case({18: 0.5, 19: 0.5})
+    once = pd.DataFrame({"n": range(20), "x": [1] * 19 + [2]})
+    twice = pd.DataFrame({"n": range(20), "x": [1] * 18 + [2, 2]})
+    ones = once.assign(x=1)
+    assert measured_loss(once, ones, score, sp) == 0.0
+    assert measured_loss(twice, ones, score, sp) == pytest.approx(2 * np.log(2) / 20)
+
+
+def test_auto_portfolio_grows_while_the_measurements_lose_more_than_the_rule_allows(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The size rule says one configuration, within a loss of 0.02; 2 was measured 25 %
+    faster than 1 at two of the points it was decided at (a loss of 0.022 over the 20
+    points): the portfolio grows to keep it. At one point (0.011) it does not."""
+    monkeypatch.setattr(portfolio_module, "size_and_tolerance", lambda *args: (1, 0.02))
+    decisions, score, sp = paired_case({17: 0.8, 18: 0.8})
+    assert limit_configurations(decisions, score, sp, 1)["x"].tolist() == [1] * 20
+    assert auto_portfolio(decisions, score, sp)["x"].tolist() == decisions["x"].tolist()
+    decisions, score, sp = paired_case({17: 0.8})
+    assert auto_portfolio(decisions, score, sp)["x"].tolist() == [1] * 20
 
 
 def test_a_configuration_measured_slow_nearby_is_not_predicted_fast_here() -> None:
