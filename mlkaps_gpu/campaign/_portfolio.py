@@ -85,10 +85,9 @@ def size_and_tolerance(
     returned is the smallest whose loss, averaged over the members left out, is within one
     standard error of the least (the one-standard-error rule of CART's pruning); that standard
     error is returned beside the size, as the loss the rule tolerates (0 where it does not
-    apply). A
-    difference between configurations that only some draws of the noise show costs more on the
-    draws that do not show it than it gains: more configurations than the evidence resolves
-    lose on the member left out, and the trees no longer split on them.
+    apply). A difference between configurations that only some draws of the noise show costs
+    more on the draws that do not show it than it gains: more configurations than the
+    evidence resolves lose on the member left out, and the trees no longer split on them.
 
     A measured (point, configuration) cell enters every member as its measured mean plus its
     standard error times a normal draw, not as the member's prediction: a difference the
