@@ -32,10 +32,19 @@ def limit_configurations(
     measured and predicted columns are recomputed for the rewritten points (``measured``
     where the new configuration was measured there, else ``surrogate``).
     """
+    if len(decisions[space.design_names].drop_duplicates()) <= limit:
+        return decisions
+    configurations, cost = _portfolio_cost(decisions, score, space)
+    return _rewrite(decisions, configurations, cost, _greedy_portfolios(cost, limit)[-1], score)
+
+
+def _portfolio_cost(
+    decisions: pd.DataFrame, score: EvidenceScore, space: Space
+) -> tuple[pd.DataFrame, np.ndarray]:
+    """The configurations a portfolio is chosen from and their points x configurations
+    pessimistic estimates (:func:`limit_configurations`)."""
     names, design = space.names, space.design_names
     decided = decisions[design].drop_duplicates()
-    if len(decided) <= limit:
-        return decisions
     # candidates: the decided configurations, then the most measured others (a configuration
     # near the best everywhere is what a small portfolio needs, even if it is nowhere the best)
     measured = score.evidence.table.groupby(design, sort=False, dropna=False)["_n"].sum()
@@ -51,8 +60,19 @@ def limit_configurations(
     cost: np.ndarray = np.full(len(pairs), score.evidence.penalty, dtype=np.float64)
     if valid.any():
         cost[valid] = score.pessimistic(pairs[valid])
-    cost = cost.reshape(n_points, n_configs)
-    chosen = _greedy_portfolios(cost, limit)[-1]
+    return configurations, cost.reshape(n_points, n_configs)
+
+
+def _rewrite(
+    decisions: pd.DataFrame,
+    configurations: pd.DataFrame,
+    cost: np.ndarray,
+    chosen: list[int],
+    score: EvidenceScore,
+) -> pd.DataFrame:
+    """The decisions with every point on its ``chosen`` member of least ``cost``."""
+    space = score.evidence.space
+    design = space.design_names
     member = np.array(chosen)[np.argmin(cost[:, chosen], axis=1)]
     out = decisions.reset_index(drop=True).copy()
     replaced = configurations.iloc[member].reset_index(drop=True)
@@ -162,11 +182,19 @@ def auto_portfolio(decisions: pd.DataFrame, score: EvidenceScore, space: Space) 
     """
     n_decided = len(decisions[space.design_names].drop_duplicates())
     limit, tolerance = size_and_tolerance(decisions, score, space)
-    limited = limit_configurations(decisions, score, space, limit)
-    while limit < n_decided and measured_loss(decisions, limited, score, space) > tolerance:
+    if limit >= n_decided:
+        return decisions
+    # one cost and one greedy order: the portfolio of each size is a prefix of the largest
+    configurations, cost = _portfolio_cost(decisions, score, space)
+    portfolios = _greedy_portfolios(cost, n_decided)
+    while True:
+        chosen = portfolios[min(limit, len(portfolios)) - 1]
+        limited = _rewrite(decisions, configurations, cost, chosen, score)
+        if measured_loss(decisions, limited, score, space) <= tolerance:
+            return limited
         limit += 1
-        limited = limit_configurations(decisions, score, space, limit)
-    return limited
+        if limit >= n_decided:
+            return decisions
 
 
 def measured_loss(

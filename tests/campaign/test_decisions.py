@@ -488,6 +488,35 @@ def test_auto_portfolio_grows_while_the_measurements_lose_more_than_the_rule_all
     assert auto_portfolio(decisions, score, sp)["x"].tolist() == [1] * 20
 
 
+def test_auto_portfolio_stops_growing_at_the_first_size_the_measurements_accept(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """30 points decided among 1 (n < 10), 2 (10 - 19) and 3 (from 20), every cell measured:
+    2 was measured 20 % faster than 1 where it was decided, 3 the same as 1 where it was. The
+    size rule says one configuration: dropping 2 loses 0.074 over the points, dropping 3
+    nothing, so the portfolio grows to two and no further, as limit_configurations at two."""
+    monkeypatch.setattr(portfolio_module, "size_and_tolerance", lambda *args: (1, 0.02))
+    sp = Space(
+        [Parameter("n", "int", values=tuple(range(30)))],
+        [Parameter("x", "int", values=(1, 2, 3))],
+    )
+    fast = {2: range(10, 20), 3: range(20, 30)}
+    cells = [
+        (n, x, 1.0 if x == 1 else (0.8 if x == 2 else 1.0) if n in fast[x] else 1.2)
+        for n in range(30)
+        for x in (1, 2, 3)
+    ]
+    measured = samples([("a", x, t) for _, x, t in cells], 0.01)
+    measured = measured.drop(columns="gpu").assign(n=[n for n, _, _ in cells])
+    model = Members(lambda n, x, j: 0.0)
+    model.mean_by_x, model.sd = {1: 0.0, 2: 0.0, 3: 0.0}, 0.05
+    score = EvidenceScore(Evidence(measured, sp, "time"), model, sp)
+    decisions = pd.DataFrame({"n": range(30), "x": [1 + n // 10 for n in range(30)]})
+    grown = auto_portfolio(decisions, score, sp)
+    assert grown["x"].tolist() == [1] * 10 + [2] * 10 + [1] * 10
+    pd.testing.assert_frame_equal(grown, limit_configurations(decisions, score, sp, 2))
+
+
 def test_a_configuration_measured_slow_nearby_is_not_predicted_fast_here() -> None:
     """The model predicts configuration 4 fastest everywhere, but it was measured 2x slower
     than predicted at n = 900: at n = 1,000 (close, in the inputs' log range) its estimate
