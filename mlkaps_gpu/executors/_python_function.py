@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from mlkaps_gpu.executors._timing import TimingPolicy, collect_times
+
 TIMERS: dict[str, Callable[[], float]] = {"wall": time.perf_counter, "cpu": time.process_time}
 
 
@@ -61,7 +63,7 @@ class RowEvaluator:
 
         Args:
             row: parameter values.
-            before_call: told ``"warm-up call i of n"`` / ``"call i of n"`` before each call.
+            before_call: told ``"warm-up call i"`` / ``"call i of n"`` before each call.
 
         Raises:
             Failure: the function raised, or returned no usable value.
@@ -108,16 +110,21 @@ class RowEvaluator:
 
     def _time(self, row: dict[str, Any], announce: Callable[[str], None]) -> dict[str, list[float]]:
         clock = TIMERS[self.timer]
-        times: list[float] = []
+        calls = [0, 0]  # warm-up calls, timed calls
+
+        def run_once(index: int, timed: bool) -> float:
+            calls[timed] += 1
+            if timed:
+                announce(f"call {calls[1]} of {self.repeats}")
+            else:
+                announce(f"warm-up call {calls[0]}")
+            start = clock()
+            self.function(**row)
+            return clock() - start
+
+        policy = TimingPolicy(warmup=self.warmup, repeats=self.repeats)
         try:
-            for index in range(self.warmup):
-                announce(f"warm-up call {index + 1} of {self.warmup}")
-                self.function(**row)
-            for index in range(self.repeats):
-                announce(f"call {index + 1} of {self.repeats}")
-                start = clock()
-                self.function(**row)
-                times.append(clock() - start)
+            times = collect_times(run_once, policy)
         except Exception as exc:  # noqa: BLE001 - any failure of user code is a result
             raise _failure(exc) from None
         return {self.objectives[0]: times}

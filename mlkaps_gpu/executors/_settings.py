@@ -46,7 +46,16 @@ Repeats = Annotated[
     ),
 ]
 Warmup = Annotated[
-    int, Field(ge=0, le=MAX_WARMUP, description="python, command: untimed runs first.")
+    int,
+    Field(
+        ge=0,
+        le=MAX_WARMUP,
+        description=(
+            "python, command: untimed runs first. With 1 or more, a timed python routine (as "
+            "a C or CUDA kernel) measured after 0.1 s without a measurement warms up for 20 ms "
+            "at least (decision 0050)."
+        ),
+    ),
 ]
 Timeout = Annotated[
     FiniteFloat,

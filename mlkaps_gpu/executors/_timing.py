@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -31,6 +32,13 @@ import numpy as np
 DEFAULT_REPEATS = 5
 #: Untimed warm-up runs before the timed ones (CPU kernels).
 DEFAULT_WARMUP = 1
+#: Seconds without a measurement after which a process is cold (:func:`collect_times`).
+IDLE_S = 0.1
+#: Seconds the warm-up of a cold process lasts at least (:func:`collect_times`).
+WAKE_S = 0.02
+
+#: When this process's last measurement ended (``time.perf_counter``; None: none yet).
+_last_measured: float | None = None
 
 
 @dataclass(frozen=True)
@@ -201,9 +209,21 @@ def collect_times(run_once: Callable[[int, bool], float], policy: TimingPolicy) 
 
     ``index`` counts all runs from 0 (warm-ups first); ``timed`` is False for warm-ups. Returns
     the timed runs in order.
+
+    A process that ran no measurement for :data:`IDLE_S` seconds (the first one of a worker,
+    or the first of a batch while the campaign fitted its models) has gone cold: its caches
+    hold someone else's data and its core may have slowed down. With ``warmup`` of 1 or more,
+    its warm-up then goes on until it has lasted :data:`WAKE_S` seconds (one run at least per
+    ``warmup``): a cell under 0.2 ms timed first in a batch after one warm-up run took 22 % more
+    than the same cell timed later in that batch (decision 0050).
     """
+    global _last_measured
+    started = time.perf_counter()
+    cold = _last_measured is None or started - _last_measured > IDLE_S
     index = 0
-    for _ in range(policy.warmup):
+    while index < policy.warmup or (
+        cold and policy.warmup > 0 and time.perf_counter() - started < WAKE_S
+    ):
         run_once(index, False)
         index += 1
     times: list[float] = []
@@ -217,4 +237,5 @@ def collect_times(run_once: Callable[[int, bool], float], policy: TimingPolicy) 
                 break
             times.append(float(run_once(index, True)))
             index += 1
+    _last_measured = time.perf_counter()
     return times

@@ -9,6 +9,7 @@ import time
 import pandas as pd
 import pytest
 
+from mlkaps_gpu.executors import _timing as timing
 from mlkaps_gpu.executors._base import ExecutorError
 from mlkaps_gpu.executors._python import PythonExecutor
 
@@ -71,7 +72,8 @@ def test_model_repeats_take_the_median():
     assert result["n_repeats"].tolist() == [3, 3]
 
 
-def test_measure_mode_times_the_routine():
+def test_measure_mode_times_the_routine(monkeypatch):
+    monkeypatch.setattr(timing, "WAKE_S", 0.0)  # warmup runs exactly, cold or not
     calls = []
 
     def routine(n, mode):

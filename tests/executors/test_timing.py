@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
+import time
 
 import numpy as np
 import pytest
 from scipy import stats
 
+from mlkaps_gpu.executors import _timing as timing
 from mlkaps_gpu.executors._timing import (
     TimingPolicy,
     collect_times,
@@ -112,12 +115,53 @@ class Clock:
         return next(self.times)
 
 
-def test_collect_runs_warmups_untimed_then_repeats() -> None:
+def test_collect_runs_warmups_untimed_then_repeats(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(timing, "_last_measured", time.perf_counter())  # a warm process
     clock = Clock([100.0, 100.0, 1.0, 2.0, 3.0, 4.0, 5.0])
     times = collect_times(clock, TimingPolicy(warmup=2, repeats=5))
     assert times == [1.0, 2.0, 3.0, 4.0, 5.0]
     assert clock.calls[:2] == [(0, False), (1, False)]
     assert clock.calls[2:] == [(i, True) for i in range(2, 7)]
+
+
+class SlowKernel(Clock):
+    """A fake kernel whose every run takes ``seconds`` of wall time."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(itertools.repeat(1.0))
+        self.seconds = seconds
+
+    def __call__(self, index: int, timed: bool) -> float:
+        time.sleep(self.seconds)
+        return super().__call__(index, timed)
+
+
+def test_a_cold_process_warms_up_for_wake_s_a_warm_one_for_warmup_runs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The first measurement of a process, and the first after IDLE_S seconds without one,
+    warm up until WAKE_S seconds have passed; the next ones right after run ``warmup`` runs;
+    ``warmup = 0`` never warms up. The timed runs are ``repeats`` in every case."""
+    monkeypatch.setattr(timing, "_last_measured", None)
+    monkeypatch.setattr(timing, "WAKE_S", 0.05)
+    monkeypatch.setattr(timing, "IDLE_S", 0.5)
+    policy = TimingPolicy(warmup=1, repeats=3)
+    cold = SlowKernel(0.002)
+    assert collect_times(cold, policy) == [1.0] * 3
+    warmups = [index for index, timed in cold.calls if not timed]
+    assert len(warmups) >= 3  # 50 ms of 2 ms runs (fewer where sleep overshoots)
+    assert cold.calls[len(warmups) :] == [(i, True) for i in range(len(warmups), len(cold.calls))]
+    warm = SlowKernel(0.002)
+    collect_times(warm, policy)
+    assert warm.calls == [(0, False), (1, True), (2, True), (3, True)]
+    time.sleep(0.6)  # idle longer than IDLE_S: cold again
+    again = SlowKernel(0.002)
+    collect_times(again, policy)
+    assert len(again.calls) >= 6
+    time.sleep(0.6)
+    never = SlowKernel(0.002)
+    collect_times(never, TimingPolicy(warmup=0, repeats=3))
+    assert never.calls == [(0, True), (1, True), (2, True)]
 
 
 def test_adaptive_stops_when_precise() -> None:
