@@ -214,8 +214,8 @@ def collect_times(run_once: Callable[[int, bool], float], policy: TimingPolicy) 
     or the first of a batch while the campaign fitted its models) has gone cold: its caches
     hold someone else's data and its core may have slowed down. With ``warmup`` of 1 or more,
     its warm-up then goes on until it has lasted :data:`WAKE_S` seconds (one run at least per
-    ``warmup``): a cell under 0.2 ms timed first in a batch after one warm-up run took 22 % more
-    than the same cell timed later in that batch (decision 0050).
+    ``warmup``): a cell under 0.2 ms measured first in a batch after one warm-up run took 25 %
+    more than its truth's median, the later cells of the batch 3 % at most (decision 0050).
     """
     global _last_measured
     started = time.perf_counter()
