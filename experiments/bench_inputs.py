@@ -127,6 +127,8 @@ HEADER = "project header"
 HEADER_FIRST = f"{HEADER} (first answer only)"
 CAMPAIGN_LGBM = "LightGBM argmin on the campaign's samples"
 TRUTH_REPLAY = f"{HEADER} (replay of the truth table)"
+#: The live campaign whose inputs are listed at the truth's points (``--listed-inputs``).
+LISTED = "project header (inputs listed at the truth's points)"
 #: Suffix of the budgeted peers drawing from cells measured live like the campaign's.
 LIVE = " (measured live)"
 #: Shuffle seeds of the live passes (``LIVE_SEED + seed``), apart from the truth's passes.
@@ -460,11 +462,13 @@ def bench_measured(
     samplers: Sequence[str | None],
     workdir: Path,
     live_peers: bool = False,
+    listed_inputs: bool = False,
 ) -> tuple[list[dict], dict[str, np.ndarray], Truth, list[str]]:
     """Rows of every tool at the campaign's budget; per-point fractions (mean over seeds).
     ``live_peers``: the budgeted peers also draw their cells from one pass over every cell
     measured live (per seed) with the campaign's own kernel settings, as the campaign
-    measures."""
+    measures. ``listed_inputs``: also a live campaign whose inputs are listed at the truth's
+    points (:func:`~benchkit.inputs_project.listed_inputs_problem`)."""
     from benchkit import inputs_project as project
 
     table, truth, independent = project.table_and_scoring(problem, cells)
@@ -564,6 +568,12 @@ def bench_measured(
             )
             curves.setdefault(CAMPAIGN_LGBM + suffix, []).append(np.mean(per_model, axis=0))
             log(f"    scored in {time.perf_counter() - started - result.tune_seconds:.0f} s")
+        if listed_inputs:  # live, sampling and deciding at the truth's points
+            result = project.run_campaign(
+                project.listed_inputs_problem(problem), truth, seed, None, workdir
+            )
+            log(f"  {case} seed {seed} inputs listed: tuned in {result.tune_seconds:.0f} s")
+            add(LISTED, seed, point_fractions(truth, result.answers), result.tune_seconds)
         if samplers:  # the project's defaults on the peers' data
             replayed = project.run_truth_replay(
                 problem,
@@ -588,6 +598,13 @@ def bench_measured(
             f"run (per seed, shuffled order) with the campaign's own kernel settings "
             f"(repeats = {repeats}), as the campaign measures; scored on the truth like "
             "every row."
+        )
+    if listed_inputs:
+        notes.append(
+            f"{LISTED}: the same problem and method settings, measured live, with each input "
+            "declared as the values the truth's points take along it and a grid of every "
+            "value: it samples and decides at the points the budgeted peers draw their cells "
+            "from."
         )
     if samplers:
         notes.append(
@@ -727,6 +744,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=True,
         help="measured cases: also the budgeted peers on cells measured live like the campaign's "
         "(one pass per seed; not with --quick)",
+    )
+    parser.add_argument(
+        "--listed-inputs",
+        action="store_true",
+        help="measured cases: also a live campaign whose inputs are listed at the truth's "
+        "points, with a grid of every value (it samples where the budgeted peers draw)",
     )
     parser.add_argument(
         "--max-configs",
@@ -875,7 +898,13 @@ def measured_job(
     if args.skip_project:
         samplers = []
     return bench_measured(
-        problem, cells, seeds, samplers, workdir, live_peers=args.live_peers and not args.quick
+        problem,
+        cells,
+        seeds,
+        samplers,
+        workdir,
+        live_peers=args.live_peers and not args.quick,
+        listed_inputs=args.listed_inputs,
     )
 
 

@@ -19,7 +19,7 @@ import math
 import time
 import tomllib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -158,6 +158,28 @@ class Problem:
     @property
     def budget(self) -> int:
         return int(self.config["sampling"]["budget"])
+
+
+def listed_inputs_problem(problem: Problem) -> Problem:
+    """The problem with each input declared as the values the truth's points take along it
+    (``{type = "int", values = [...]}``) and a grid of every value: a campaign that samples
+    and decides at the truth's points, as the budgeted peers draw their cells there.
+
+    Raises:
+        ValueError: the truth's points are not the product of their values along each input.
+    """
+    points = problem.points
+    values = {name: sorted(int(v) for v in points[name].unique()) for name in points.columns}
+    if math.prod(len(v) for v in values.values()) != len(points.drop_duplicates()):
+        raise ValueError(
+            f"{problem.name}: the truth's {len(points)} points are not the product of their "
+            "values along each input (a grid): they cannot be listed input by input"
+        )
+    config = copy.deepcopy(problem.config)
+    for name, listed in values.items():
+        config["inputs"][name] = {"type": "int", "values": listed}
+    config.setdefault("optimization", {})["grid"] = {name: len(v) for name, v in values.items()}
+    return replace(problem, config=config)
 
 
 def geometric_ints(low: int, high: int, count: int) -> np.ndarray:

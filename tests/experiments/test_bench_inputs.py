@@ -7,6 +7,7 @@ import argparse
 import gzip
 import json
 import math
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -112,6 +113,23 @@ def test_geometric_ints_are_distinct_and_span_the_range():
     assert len(values) == 64 == len(set(values.tolist()))
     assert values[0] == 32 and values[-1] == 512
     assert np.all(np.diff(np.log(values)) > 0)
+
+
+def test_listed_inputs_problem_declares_the_truths_points_and_a_grid_of_every_value():
+    """LU's truth, 3 x 3 points over (m, n): each input becomes the list of its three values
+    and the grid takes every value; the campaign's space then holds exactly those points.
+    Points that are not a product of per-input values cannot be listed."""
+    problem = project.lu_problem(3)
+    listed = project.listed_inputs_problem(problem)
+    for name in ("m", "n"):
+        values = sorted(problem.points[name].unique().tolist())
+        assert listed.config["inputs"][name] == {"type": "int", "values": values}
+    assert listed.config["optimization"]["grid"] == {"m": 3, "n": 3}
+    assert problem.config["inputs"] != listed.config["inputs"]  # a copy, the case untouched
+    assert listed.points.equals(problem.points) and listed.budget == problem.budget
+    ragged = replace(problem, points=problem.points.iloc[:-1])
+    with pytest.raises(ValueError, match="not the product"):
+        project.listed_inputs_problem(ragged)
 
 
 def test_gemm_problem_three_inputs_and_every_design_valid_at_every_point():
@@ -576,7 +594,7 @@ def test_set_reaches_every_campaign_of_a_measured_case(tmp_path, monkeypatch):
     campaigns and the truth replay copy."""
     seen = {}
 
-    def measured(problem, cells, seeds, samplers, workdir, live_peers=False):
+    def measured(problem, cells, seeds, samplers, workdir, live_peers=False, listed_inputs=False):
         seen["config"] = problem.config
         return [], {}, None, []
 
@@ -590,6 +608,7 @@ def test_set_reaches_every_campaign_of_a_measured_case(tmp_path, monkeypatch):
         samplers="default",
         skip_project=False,
         live_peers=False,
+        listed_inputs=False,
         set=["trees.max_configs=auto", "trees.max_depth=4"],
     )
     bench.measured_job("lu", args, [0], 2, tmp_path, [])
