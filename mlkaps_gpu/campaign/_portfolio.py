@@ -185,16 +185,14 @@ def auto_portfolio(decisions: pd.DataFrame, score: EvidenceScore, space: Space) 
     if limit >= n_decided:
         return decisions
     # one cost and one greedy order: the portfolio of each size is a prefix of the largest
+    # (the greedy stops early where no candidate helps: a larger size rewrites the same way)
     configurations, cost = _portfolio_cost(decisions, score, space)
-    portfolios = _greedy_portfolios(cost, n_decided)
-    while True:
-        chosen = portfolios[min(limit, len(portfolios)) - 1]
+    portfolios = _greedy_portfolios(cost, n_decided - 1)
+    for chosen in portfolios[min(limit, len(portfolios)) - 1 :]:
         limited = _rewrite(decisions, configurations, cost, chosen, score)
         if measured_loss(decisions, limited, score, space) <= tolerance:
             return limited
-        limit += 1
-        if limit >= n_decided:
-            return decisions
+    return decisions
 
 
 def measured_loss(
