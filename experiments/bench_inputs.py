@@ -127,6 +127,8 @@ HEADER = "project header"
 HEADER_FIRST = f"{HEADER} (first answer only)"
 CAMPAIGN_LGBM = "LightGBM argmin on the campaign's samples"
 TRUTH_REPLAY = f"{HEADER} (replay of the truth table)"
+#: The same on a replay of the pass the ``(measured live)`` peers draw from.
+LIVE_REPLAY = f"{HEADER} (replay of the live pass)"
 #: The live campaign whose inputs are listed at the truth's points (``--listed-inputs``).
 LISTED = "project header (inputs listed at the truth's points)"
 #: Suffix of the budgeted peers drawing from cells measured live like the campaign's.
@@ -589,8 +591,18 @@ def bench_measured(
         for tool, chosen in drawn_answers.items():
             add(tool, seed, point_fractions(truth, chosen))
         if live_peers:
-            for tool, chosen in live_peer_answers(problem, truth, seed).items():
+            live_answers, live_cells = live_peer_answers(problem, truth, seed)
+            for tool, chosen in live_answers.items():
                 add(tool + LIVE, seed, point_fractions(truth, chosen))
+            if samplers:  # the project's defaults on the live peers' data
+                replayed = project.run_truth_replay(
+                    problem, live_cells, truth, seed, workdir, column="time_pass0", name="live"
+                )
+                log(
+                    f"  {case} seed {seed} replay of the live pass: tuned in "
+                    f"{replayed.tune_seconds:.0f} s"
+                )
+                add(LIVE_REPLAY, seed, point_fractions(truth, replayed.answers))
     if live_peers:
         notes.append(
             f"`... {LIVE.strip()}` rows: the same budgeted peers (same B, same random draws), "
@@ -599,6 +611,12 @@ def bench_measured(
             f"(repeats = {repeats}), as the campaign measures; scored on the truth like "
             "every row."
         )
+        if samplers:
+            notes.append(
+                f"{LIVE_REPLAY}: as the replay of the truth table, on that live pass (the "
+                "`(measured live)` peers' data): the project's decisions on data measured live "
+                "by the same run, without the campaign's own sampling and re-measuring."
+            )
     if listed_inputs:
         notes.append(
             f"{LISTED}: the same problem and method settings, measured live, with each input "
@@ -617,10 +635,13 @@ def bench_measured(
     return rows, {k: np.mean(v, axis=0) for k, v in curves.items()}, truth, notes
 
 
-def live_peer_answers(problem: Any, truth: Truth, seed: int) -> dict[str, np.ndarray]:
+def live_peer_answers(
+    problem: Any, truth: Truth, seed: int
+) -> tuple[dict[str, np.ndarray], pd.DataFrame]:
     """The budgeted peers' answers (as the truth indexes configurations) when the cells they
     draw are measured live like the campaign's: one pass over every valid cell with the
-    campaign's kernel settings, the peers' draws as on the truth table."""
+    campaign's kernel settings, the peers' draws as on the truth table. Also that pass's
+    cells (column ``time_pass0``)."""
     from benchkit import inputs_project as project
 
     cells = project.measure_truth(problem, 1, seed=LIVE_SEED + seed, log=log, for_truth=False)
@@ -632,7 +653,7 @@ def live_peer_answers(problem: Any, truth: Truth, seed: int) -> dict[str, np.nda
             f"{len(truth.configs)}): measure the truth again (--remeasure-truth)"
         )
     budget = problem.budget
-    return peers.peer_answers(live, budget, np.random.default_rng([seed, budget]))
+    return peers.peer_answers(live, budget, np.random.default_rng([seed, budget])), cells
 
 
 def header_against_campaign_model(rows: Sequence[dict]) -> list[str]:

@@ -456,16 +456,18 @@ def run_truth_replay(
     workdir: Path,
     column: str = "time",
     settings: Sequence[str] = (),
+    name: str = "truth",
 ) -> CampaignResult:
     """A campaign (the project's defaults, with ``settings``: ``section.key=value``
     assignments) on a replay of the truth table (its ``column``): the peers' data, its noise
-    and its input points; its compiled header's answer at every point of ``truth``."""
-    table = workdir / problem.name / "truth_table.csv"
+    and its input points; its compiled header's answer at every point of ``truth``.
+    ``name`` names the replayed table's files in ``workdir`` (one per table)."""
+    table = workdir / problem.name / f"{name}_table.csv"
     table.parent.mkdir(parents=True, exist_ok=True)
     columns = [*problem.points.columns, *_design_names(problem)]
     # a failed cell: inf, a failure
     cells[[*columns, column]].rename(columns={column: "time"}).to_csv(table, index=False)
-    directory = workdir / problem.name / f"truth_replay_s{seed}"
+    directory = workdir / problem.name / f"{name}_replay_s{seed}"
     path = directory.with_suffix(".toml")
     data = truth_replay_config(problem, table, seed)
     for assignment in settings:
