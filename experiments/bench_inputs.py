@@ -129,6 +129,8 @@ CAMPAIGN_LGBM = "LightGBM argmin on the campaign's samples"
 TRUTH_REPLAY = f"{HEADER} (replay of the truth table)"
 #: The same on a replay of the pass the ``(measured live)`` peers draw from.
 LIVE_REPLAY = f"{HEADER} (replay of the live pass)"
+#: Full knowledge of that pass: its optimum at every point.
+LIVE_OPTIMUM = "every cell measured once, live: its optimum"
 #: The live campaign whose inputs are listed at the truth's points (``--listed-inputs``).
 LISTED = "project header (inputs listed at the truth's points)"
 #: Suffix of the budgeted peers drawing from cells measured live like the campaign's.
@@ -594,6 +596,12 @@ def bench_measured(
             live_answers, live_cells = live_peer_answers(problem, truth, seed)
             for tool, chosen in live_answers.items():
                 add(tool + LIVE, seed, point_fractions(truth, chosen))
+            live_table = project.truth_of(problem, live_cells, "time_pass0")
+            add(
+                LIVE_OPTIMUM,
+                seed,
+                point_fractions(truth, project.optimum_answers(live_table, truth)),
+            )
             if samplers:  # the project's defaults on the live peers' data
                 replayed = project.run_truth_replay(
                     problem, live_cells, truth, seed, workdir, column="time_pass0", name="live"
@@ -610,6 +618,11 @@ def bench_measured(
             f"run (per seed, shuffled order) with the campaign's own kernel settings "
             f"(repeats = {repeats}), as the campaign measures; scored on the truth like "
             "every row."
+        )
+        notes.append(
+            f"{LIVE_OPTIMUM}: that live pass's optimum at every point (a tuner measuring "
+            "every cell once, live), scored like every row: what the data measured live can "
+            "tell about the truth."
         )
         if samplers:
             notes.append(

@@ -397,13 +397,17 @@ def noise_floor(problem: Problem, cells: pd.DataFrame) -> list[dict[str, float]]
     return out
 
 
+def optimum_answers(chooser: Truth, judge: Truth) -> np.ndarray:
+    """``chooser``'s optimum at every point, as ``judge`` indexes configurations."""
+    return judge.config_index(chooser.configs.iloc[chooser.best_config()])
+
+
 def optimum_on(chooser: Truth, judge: Truth) -> dict[str, float]:
     """The summary (geomean, worst point...) of ``chooser``'s optimum at every point, scored
     on ``judge``."""
     from benchkit.inputs_truth import point_fractions, summarize_fractions
 
-    answers = judge.config_index(chooser.configs.iloc[chooser.best_config()])
-    return summarize_fractions(point_fractions(judge, answers))
+    return summarize_fractions(point_fractions(judge, optimum_answers(chooser, judge)))
 
 
 @dataclass
