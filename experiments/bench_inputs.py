@@ -604,7 +604,13 @@ def bench_measured(
             )
             if samplers:  # the project's defaults on the live peers' data
                 replayed = project.run_truth_replay(
-                    problem, live_cells, truth, seed, workdir, column="time_pass0", name="live"
+                    problem,
+                    live_cells,
+                    truth,
+                    seed,
+                    workdir,
+                    column="time_pass0",
+                    name=f"live{seed}",
                 )
                 log(
                     f"  {case} seed {seed} replay of the live pass: tuned in "
