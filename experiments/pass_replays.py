@@ -23,6 +23,13 @@ nearest, Helion-style, best single configuration from B cells) draw the campaign
 cells from the same table pass, seeded by the run's seed, and are scored on the same passes:
 the header against each, paired by run, out of sample.
 
+With ``--tables FILE...`` (one case), the campaigns replay those tables instead of the truth's
+passes: tables of the same cells (the case's inputs and design columns, and ``time``) measured
+at another time than the truth, such as the live passes ``bench_inputs.py`` keeps in its work
+directory (``live<seed>_table.csv``). Each is scored on the minimum over every pass of the
+truth, since none of them is the table: the drift between sessions, which replays of one
+truth pass scored on its sibling passes do not see, is in every run.
+
 Prints a table (per case and label: mean ± sd of the runs' geomeans, the lowest run, the
 worst point, the points below 0.67, and the header's difference to the model on its own
 samples: mean, lowest, runs more than 0.02 below, and runs with a point below 0.67 where that
@@ -44,7 +51,7 @@ import pandas as pd
 from bench_inputs import MODEL_SEEDS, parse_seeds
 from benchkit import inputs_peers as peers
 from benchkit import inputs_project as project
-from benchkit.inputs_truth import point_fractions, summarize_fractions
+from benchkit.inputs_truth import Truth, point_fractions, summarize_fractions
 from benchkit.provenance import header, provenance
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -66,24 +73,22 @@ def run_case(
     workdir: Path,
     truth_csv: Path | None = None,
     with_peers: bool = False,
+    tables: Sequence[Path] = (),
 ) -> pd.DataFrame:
-    """One row per (pass, seed): the header's scores at every point of the case's truth."""
+    """One row per (table, seed): the header's scores at every point of the case's truth.
+    The tables are the truth's passes, or ``tables`` (scored on every pass)."""
     problem = PROBLEMS[case]()
     cells = pd.read_csv(truth_csv or RESULTS / f"bench_inputs_truth_{case}.csv", comment="#")
-    passes = project.passes_of(cells)
-    if len(passes) < 2:
-        raise SystemExit(f"{case}: the truth has {len(passes)} pass; out of sample needs two")
     rows = []
-    for table_pass in passes:
-        table, truth, _ = project.table_and_scoring(problem, cells, table_pass)
+    for name, source, column, table, truth in replayed_tables(problem, cells, tables):
         for seed in seeds:
             result = project.run_truth_replay(
                 problem,
-                cells,
+                source,
                 truth,
                 seed,
-                workdir / table_pass,
-                column=table_pass,
+                workdir / name,
+                column=column,
                 settings=settings,
             )
             summary = summarize_fractions(point_fractions(truth, result.answers))
@@ -111,7 +116,7 @@ def run_case(
                 {
                     "case": case,
                     "label": label,
-                    "table": table_pass,
+                    "table": name,
                     "seed": seed,
                     **summary,
                     "own_samples_model": float(own),
@@ -126,11 +131,42 @@ def run_case(
                 }
             )
             print(
-                f"{case} {label} {table_pass} seed {seed}: geomean {summary['geomean']:.4f}, "
+                f"{case} {label} {name} seed {seed}: geomean {summary['geomean']:.4f}, "
                 f"worst {summary['worst']:.3f}, LightGBM on its samples {own:.4f}",
                 flush=True,
             )
     return pd.DataFrame(rows)
+
+
+def replayed_tables(
+    problem: project.Problem, cells: pd.DataFrame, tables: Sequence[Path]
+) -> list[tuple[str, pd.DataFrame, str, Truth, Truth]]:
+    """``(name, cells, column, table, scoring truth)`` per replayed table: each pass of the
+    truth scored on the others, or each of ``tables`` scored on every pass."""
+    if not tables:
+        passes = project.passes_of(cells)
+        if len(passes) < 2:
+            raise SystemExit(
+                f"{problem.name}: the truth has {len(passes)} pass; out of sample needs two"
+            )
+        return [(p, cells, p, *project.table_and_scoring(problem, cells, p)[:2]) for p in passes]
+    truth = project.truth_of(problem, cells)
+    out = []
+    for path in tables:
+        source = pd.read_csv(path, comment="#")
+        missing = sorted({*truth.inputs.columns, *truth.configs.columns, "time"} - {*source})
+        if missing:
+            raise SystemExit(
+                f"{path}: no column {', '.join(missing)} (a table of the case's cells)"
+            )
+        table = project.truth_of(problem, source)
+        if not table.inputs.equals(truth.inputs) or not table.configs.equals(truth.configs):
+            raise SystemExit(
+                f"{path}: its cells are not the truth's (points {table.n_points} / "
+                f"{truth.n_points}, configurations {len(table.configs)} / {len(truth.configs)})"
+            )
+        out.append((path.stem, source, "time", table, truth))
+    return out
 
 
 def summarize(rows: pd.DataFrame) -> pd.DataFrame:
@@ -212,6 +248,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--label", help="the variant's name in the table (default: the --set)")
     parser.add_argument("--truth", type=Path, help="a truth CSV (one case only)")
+    parser.add_argument(
+        "--tables",
+        nargs="+",
+        type=Path,
+        default=[],
+        metavar="CSV",
+        help="replay these tables of the case's cells (measured at another time than the "
+        "truth) instead of the truth's passes, each scored on every pass (one case only)",
+    )
     parser.add_argument("--workdir", type=Path, help="campaign folders (default: a temporary one)")
     parser.add_argument("--out", type=Path, help="write OUT.csv and OUT.md")
     parser.add_argument(
@@ -223,13 +268,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.truth is not None and len(args.case) != 1:
         parser.error("--truth needs exactly one --case")
+    if args.tables and len(args.case) != 1:
+        parser.error("--tables needs exactly one --case")
     label = args.label or (" ".join(args.set) if args.set else "defaults")
     seeds = parse_seeds(args.seeds)
     lines = provenance(list(argv) if argv is not None else None)
     with tempfile.TemporaryDirectory(prefix="pass_replays_") as scratch:
         workdir = args.workdir or Path(scratch)
         frames = [
-            run_case(case, seeds, args.set, label, workdir / case, args.truth, args.peers)
+            run_case(
+                case, seeds, args.set, label, workdir / case, args.truth, args.peers, args.tables
+            )
             for case in args.case
         ]
     rows = pd.concat(frames, ignore_index=True)

@@ -7,6 +7,7 @@ import tomllib
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from tests.experiments._scripts import load_benchkit, load_script
 
@@ -142,3 +143,35 @@ def test_the_peers_draw_from_the_table_pass_and_are_paired_with_the_header(tmp_p
     gap = rows["geomean"] - rows[column]
     assert f"| {gap.mean():+.4f} | {gap.min():+.4f} | {int((gap > 0).sum())} of 2 |" in text
     assert replays.peers_summary(rows.drop(columns=[c for c in rows if c.startswith("peer")])) == ""
+
+
+def test_tables_of_another_session_are_replayed_and_scored_on_every_pass(tmp_path, monkeypatch):
+    """``--tables``: each table (the truth's cells, measured at another time) is a campaign's
+    replay, scored on the minimum over every pass of the truth; a table of other cells, or
+    without a time, is refused with the file named."""
+    problem, cells, truth_csv = demo_case(tmp_path, monkeypatch)
+    design = ["block", "order"]
+    live = cells[["n", *design]].assign(time=cells["time_pass0"] * 1.05)
+    path = tmp_path / "live0_table.csv"
+    live.to_csv(path, index=False)
+    rows = replays.run_case(
+        "demo", [1], [], "live", tmp_path / "work", truth_csv, with_peers=True, tables=[path]
+    )
+    assert list(rows["table"]) == ["live0_table"]
+    replayed = pd.read_csv(tmp_path / "work" / "live0_table" / problem.name / "truth_table.csv")
+    assert np.allclose(replayed["time"].to_numpy(), live["time"].to_numpy())
+    # scored on every pass (the min of both): the peers' answers say so
+    peers = load_benchkit("inputs_peers")
+    truth = project.truth_of(problem, cells)
+    table = project.truth_of(problem, live)
+    drawn = peers.peer_answers(table, 40, np.random.default_rng([1, 40]))
+    fractions = load_benchkit("inputs_truth").point_fractions
+    expected = np.exp(np.log(fractions(truth, drawn["random cells + LightGBM argmin"])).mean())
+    assert np.isclose(rows[replays.PEER + "random cells + LightGBM argmin"].iloc[0], expected)
+    other = tmp_path / "other.csv"
+    live[live["n"] != 32].to_csv(other, index=False)
+    with pytest.raises(SystemExit, match="other.csv: its cells are not the truth's"):
+        replays.run_case("demo", [1], [], "x", tmp_path / "w2", truth_csv, tables=[other])
+    live.drop(columns="time").to_csv(other, index=False)
+    with pytest.raises(SystemExit, match="other.csv: no column time"):
+        replays.run_case("demo", [1], [], "x", tmp_path / "w3", truth_csv, tables=[other])
