@@ -296,6 +296,16 @@ class EvidenceScore:
             failures=self.failures,
         )
 
+    def at_strict_points(self, table: pd.DataFrame) -> np.ndarray:
+        """Per row of ``table``: whether its input point is one of :meth:`only_measured_at`'s
+        (all False without them)."""
+        if self.strict is None or not len(self.strict):
+            return np.zeros(len(table), dtype=bool)
+        inputs = self.evidence.space.input_names
+        rows = table[inputs].reset_index(drop=True)
+        flag = rows.merge(self.strict.assign(_strict=True), on=inputs, how="left")["_strict"]
+        return flag.fillna(False).to_numpy(dtype=bool)
+
     def estimate(
         self, table: pd.DataFrame
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -372,10 +382,7 @@ class EvidenceScore:
         seen = found["_n"].to_numpy() > 0
         out = self._ruled_out(table, found)
         if self.strict is not None and len(self.strict):
-            inputs = self.evidence.space.input_names
-            rows = table[inputs].reset_index(drop=True)
-            flag = rows.merge(self.strict.assign(_strict=True), on=inputs, how="left")["_strict"]
-            guarded = flag.fillna(False).to_numpy(dtype=bool) & ~seen
+            guarded = self.at_strict_points(table) & ~seen
             sd = np.where(guarded, np.hypot(sd, self.model_error), sd)
         mean = mean + self._local_residual(table, ~seen & ~out)
         mean = np.where(out, self.evidence.penalty, mean)

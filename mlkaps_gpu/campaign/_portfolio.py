@@ -203,8 +203,11 @@ def measured_loss(
 
     At each rewritten point where both configurations were measured, the replacement's
     measured mean minus the decided one's (signed, model space: a gain where the replacement
-    was measured faster). A decided configuration counts only where it was so paired at
-    :data:`REPLICATED` points or more: one pair is one draw of each cell's noise (a table
+    was measured faster). At a point where the confirmation's budget ended
+    (:meth:`EvidenceScore.at_strict_points`), a measured decision rewritten to a configuration
+    never measured there counts too, with the replacement's pessimistic estimate in place of
+    a measurement (decision 0051). A decided configuration counts only where it was so paired
+    at :data:`REPLICATED` points or more: one pair is one draw of each cell's noise (a table
     pass's outlier, a burst of interference), and no portfolio should grow on it."""
     design = space.design_names
     before = before.reset_index(drop=True)
@@ -212,11 +215,21 @@ def measured_loss(
     changed = ~(before[design] == after[design]).all(axis=1).to_numpy()
     if not changed.any():
         return 0.0
+    rewritten = after.loc[changed, space.names].reset_index(drop=True)
     old = score.evidence.match(before.loc[changed, space.names])
-    new = score.evidence.match(after.loc[changed, space.names])
-    both = (old["_n"].to_numpy() > 0) & (new["_n"].to_numpy() > 0)
-    gaps = before.loc[changed, design].reset_index(drop=True)[both]
-    gaps = gaps.assign(_gap=new["_f"].to_numpy()[both] - old["_f"].to_numpy()[both])
+    new = score.evidence.match(rewritten)
+    old_seen, new_seen = old["_n"].to_numpy() > 0, new["_n"].to_numpy() > 0
+    gap = new["_f"].to_numpy() - old["_f"].to_numpy()
+    # where the confirmation's budget ended before the answers were measured (the points of
+    # ``only_measured_at``), a measured decision rewritten to a configuration never measured
+    # there trades a measurement for a guess: the guess's pessimistic estimate (the model's
+    # calibrated uncertainty) against the measurement
+    traded = old_seen & ~new_seen & score.at_strict_points(rewritten)
+    if traded.any():
+        gap[traded] = score.pessimistic(rewritten[traded]) - old["_f"].to_numpy()[traded]
+    counted = (old_seen & new_seen) | traded
+    gaps = before.loc[changed, design].reset_index(drop=True)[counted]
+    gaps = gaps.assign(_gap=gap[counted])
     per_configuration = gaps.groupby(design, dropna=False)["_gap"].agg(["sum", "size"])
     replicated = per_configuration["size"] >= REPLICATED
     return float(per_configuration.loc[replicated, "sum"].sum()) / len(before)

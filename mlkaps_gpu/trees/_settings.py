@@ -56,7 +56,9 @@ class TreesSettings(SettingsModel):
             "within its standard error: the trees then do not split on differences within "
             "the noise; grown while a dropped configuration, measured beside its "
             "replacement at two points or more, loses more there than the rule tolerates, "
-            "decision 0049; every one where the inputs are all categorical); `none`: every "
+            "decision 0049, or was measured there and its replacement never was, at points "
+            "where the confirmation's budget ended, decision 0051; every one where the "
+            "inputs are all categorical); `none`: every "
             "decided configuration."
         ),
         json_schema_extra={"allowed": 'a positive integer, "auto" or "none"'},

@@ -463,6 +463,32 @@ def test_measured_loss_is_the_paired_measurements_of_the_rewritten_points() -> N
     assert measured_loss(decisions, unmeasured, score, sp) == 0.0
 
 
+def test_measured_loss_counts_a_measurement_traded_for_a_guess_where_the_budget_ended(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Configuration 2, decided (and measured, as 1 was) at n = 14 - 19, is rewritten to 3,
+    never measured anywhere. Where the confirmation's budget ended at those points
+    (``only_measured_at``), the rewrite trades a measurement for a guess: it costs 3's
+    pessimistic estimate (the model's error in quadrature) over 2's measurement there. Elsewhere
+    it costs nothing measured; and a trade at one point alone is one draw of the noise."""
+    monkeypatch.setattr(decisions_module, "STRICT_MIN_MEASURED", 2)
+    decisions, score, sp = paired_case({})
+    score.model_error = 0.5
+    late = pd.DataFrame({"n": range(14, 20)})
+    strict = score.only_measured_at(late)
+    traded = decisions.assign(x=[1] * 14 + [3] * 6)
+    assert measured_loss(decisions, traded, score, sp) == 0.0
+    guess = strict.pessimistic(traded.iloc[14:])
+    assert guess == pytest.approx(DECIDE_KAPPA * np.hypot(0.05, 0.5), rel=1e-6)
+    measured = strict.evidence.lookup(decisions.iloc[14:])[0]  # 2's log-times there (0)
+    assert measured_loss(decisions, traded, strict, sp) == pytest.approx(
+        float(np.sum(guess - measured)) / 20
+    )
+    # the same trade where the budget ended at one of the six points only: one pair
+    one = score.only_measured_at(pd.DataFrame({"n": [19]}))
+    assert measured_loss(decisions, traded, one, sp) == 0.0
+
+
 def test_measured_loss_needs_a_configuration_paired_at_two_points() -> None:
     """Configuration 2 measured twice as fast as 1 at n = 18 and 19: decided at 19 alone, its
     one pair is one draw of the noise and counts for nothing; decided at both, it counts."""
