@@ -593,10 +593,9 @@ def bench_measured(
         for tool, chosen in drawn_answers.items():
             add(tool, seed, point_fractions(truth, chosen))
         if live_peers:
-            live_answers, live_cells = live_peer_answers(problem, truth, seed)
+            live_answers, live_cells, live_table = live_peer_answers(problem, truth, seed)
             for tool, chosen in live_answers.items():
                 add(tool + LIVE, seed, point_fractions(truth, chosen))
-            live_table = project.truth_of(problem, live_cells, "time_pass0")
             add(
                 LIVE_OPTIMUM,
                 seed,
@@ -656,23 +655,23 @@ def bench_measured(
 
 def live_peer_answers(
     problem: Any, truth: Truth, seed: int
-) -> tuple[dict[str, np.ndarray], pd.DataFrame]:
+) -> tuple[dict[str, np.ndarray], pd.DataFrame, Truth]:
     """The budgeted peers' answers (as the truth indexes configurations) when the cells they
     draw are measured live like the campaign's: one pass over every valid cell with the
     campaign's kernel settings, the peers' draws as on the truth table. Also that pass's
-    cells (column ``time_pass0``)."""
+    cells (column ``time_pass0``) and its table."""
     from benchkit import inputs_project as project
 
     cells = project.measure_truth(problem, 1, seed=LIVE_SEED + seed, log=log, for_truth=False)
     live = project.truth_of(problem, cells, "time_pass0")
-    if not live.inputs.equals(truth.inputs) or not live.configs.equals(truth.configs):
+    differ = project.cells_differ(live, truth)
+    if differ:
         raise RuntimeError(
-            f"{problem.name}: the live pass's cells are not the truth's (points "
-            f"{live.n_points} / {truth.n_points}, configurations {len(live.configs)} / "
-            f"{len(truth.configs)}): measure the truth again (--remeasure-truth)"
+            f"{problem.name}: the live pass: {differ}: measure the truth again (--remeasure-truth)"
         )
     budget = problem.budget
-    return peers.peer_answers(live, budget, np.random.default_rng([seed, budget])), cells
+    answers = peers.peer_answers(live, budget, np.random.default_rng([seed, budget]))
+    return answers, cells, live
 
 
 def header_against_campaign_model(rows: Sequence[dict]) -> list[str]:

@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from benchkit.provenance import header, provenance
+from benchkit.report import frame_markdown
 
 
 def campaign_table(truth_csv: Path, directories: Sequence[Path], small_ms: float) -> pd.DataFrame:
@@ -134,14 +135,6 @@ def micro_table(trials: int, wakes: Sequence[float]) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def markdown(table: pd.DataFrame) -> str:
-    """A plain markdown table of ``table``'s columns."""
-    lines = ["| " + " | ".join(map(str, table.columns)) + " |", "|---" * len(table.columns) + "|"]
-    for row in table.itertuples(index=False):
-        lines.append("| " + " | ".join(str(value) for value in row) + " |")
-    return "\n".join(lines)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parts = parser.add_subparsers(dest="part", required=True)
@@ -161,7 +154,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         table = campaign_table(args.truth, args.directories, args.small_ms)
     else:
         table = micro_table(args.trials, [float(w) for w in args.wake.split(",")])
-    text = markdown(table)
+    text = frame_markdown(table, digits=3)
     print(text)
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -36,6 +36,7 @@ from benchkit.inputs_truth import (
 )
 from benchkit.metrics import geomean
 from benchkit.provenance import header, provenance
+from benchkit.report import frame_markdown
 
 HERE = Path(__file__).resolve().parent
 SWEEP_COLUMNS = ("depth", "leaves", "mean_regret", "cv_regret", "measured_over", "cv_measured_over")
@@ -86,19 +87,6 @@ def learnable_ceiling(
         forest = RandomForestClassifier(300, min_samples_leaf=2, random_state=seed, n_jobs=1)
         answers[held] = forest.fit(features[fitted], labels[fitted]).predict(features[held])
     return point_fractions(truth, answers)
-
-
-def markdown(table: pd.DataFrame) -> str:
-    """``table`` as a markdown table (floats to 4 decimals)."""
-
-    def cell(value: object) -> str:
-        return f"{value:.4f}" if isinstance(value, float) else str(value)
-
-    lines = ["| " + " | ".join(map(str, table.columns)) + " |", "|---" * table.shape[1] + "|"]
-    lines += [
-        "| " + " | ".join(cell(v) for v in row) + " |" for row in table.itertuples(index=False)
-    ]
-    return "\n".join(lines)
 
 
 def one_seed(
@@ -215,11 +203,11 @@ def main(argv: list[str] | None = None) -> int:
         "held-out shape (`ceiling_modelled`: at the shapes the model decided): what the inputs "
         "alone tell of the choice at a shape never measured.",
         "",
-        markdown(table),
+        frame_markdown(table),
         "",
         "## Depth sweeps",
         "",
-        markdown(sweep),
+        frame_markdown(sweep),
         "",
     ]
     print("\n".join(lines[4:]))

@@ -160,11 +160,9 @@ def replayed_tables(
                 f"{path}: no column {', '.join(missing)} (a table of the case's cells)"
             )
         table = project.truth_of(problem, source)
-        if not table.inputs.equals(truth.inputs) or not table.configs.equals(truth.configs):
-            raise SystemExit(
-                f"{path}: its cells are not the truth's (points {table.n_points} / "
-                f"{truth.n_points}, configurations {len(table.configs)} / {len(truth.configs)})"
-            )
+        differ = project.cells_differ(table, truth)
+        if differ:
+            raise SystemExit(f"{path}: {differ}")
         out.append((path.stem, source, "time", table, truth))
     return out
 

@@ -357,6 +357,16 @@ def passes_of(cells: pd.DataFrame) -> list[str]:
     return sorted(c for c in cells.columns if c.startswith("time_pass"))
 
 
+def cells_differ(table: Truth, truth: Truth) -> str:
+    """Why ``table`` does not hold ``truth``'s cells (its points and configurations), or ""."""
+    if table.inputs.equals(truth.inputs) and table.configs.equals(truth.configs):
+        return ""
+    return (
+        f"its cells are not the truth's (points {table.n_points} / {truth.n_points}, "
+        f"configurations {len(table.configs)} / {len(truth.configs)})"
+    )
+
+
 def table_and_scoring(
     problem: Problem, cells: pd.DataFrame, table_pass: str = TABLE_PASS
 ) -> tuple[Truth, Truth, bool]:
@@ -374,7 +384,7 @@ def table_and_scoring(
         return truth, truth, False
     scored = cells.assign(**{SCORED: cells[[p for p in passes if p != table_pass]].min(axis=1)})
     table, truth = truth_of(problem, cells, table_pass), truth_of(problem, scored, SCORED)
-    if not table.inputs.equals(truth.inputs) or not table.configs.equals(truth.configs):
+    if cells_differ(table, truth):
         raise ValueError(
             f"{problem.name}: {table_pass} ran at {table.n_points} points, the other passes at "
             f"{truth.n_points}: a point where no configuration ran in one pass cannot be "

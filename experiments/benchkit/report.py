@@ -49,6 +49,19 @@ def lead_per_input_markdown(rows: pd.DataFrame) -> list[str]:
     return lines
 
 
+def frame_markdown(table: pd.DataFrame, digits: int = 4) -> str:
+    """``table`` as a plain markdown table, its floats to ``digits`` decimals."""
+
+    def cell(value: object) -> str:
+        return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
+
+    lines = ["| " + " | ".join(map(str, table.columns)) + " |", "|---" * table.shape[1] + "|"]
+    lines += [
+        "| " + " | ".join(cell(v) for v in row) + " |" for row in table.itertuples(index=False)
+    ]
+    return "\n".join(lines)
+
+
 def table_markdown(
     summary: pd.DataFrame, budgets: Sequence[int], order: Sequence[str], missing: Mapping[str, str]
 ) -> list[str]:

@@ -261,8 +261,9 @@ def test_live_peers_draw_from_a_pass_measured_like_the_campaign():
     setup.executor.close()
     cells["time"] = 1.0 + cells["block"] / cells["n"]
     truth = project.truth_of(problem, cells)
-    answers, live = bench.live_peer_answers(problem, truth, seed=0)
+    answers, live, table = bench.live_peer_answers(problem, truth, seed=0)
     assert len(live) == len(cells) and np.isfinite(live["time_pass0"]).all()
+    assert project.cells_differ(table, truth) == ""
     assert set(answers) == set(peers.peer_answers(truth, 12, np.random.default_rng(0)))
     for chosen in answers.values():
         assert len(chosen) == truth.n_points
