@@ -30,6 +30,14 @@ directory (``live<seed>_table.csv``). Each is scored on the minimum over every p
 truth, since none of them is the table: the drift between sessions, which replays of one
 truth pass scored on its sibling passes do not see, is in every run.
 
+With ``--emulate`` (and ``--tables``), the campaigns do not replay the tables: they tune the
+case's own configuration (its inputs' whole range, its grid) on a kernel emulated from each
+table (``benchkit/emulated_kernel.py``: the table's times interpolated between its points,
+times a measurement's noise drawn afresh at each measurement from how the truth's passes
+differ), sampling and measuring again as a live campaign does, in seconds; with ``--peers``
+the peers draw from each table with one such noise per cell, as the ``(measured live)``
+peers do.
+
 Prints a table (per case and label: mean ± sd of the runs' geomeans, the lowest run, the
 worst point, the points below 0.67, and the header's difference to the model on its own
 samples: mean, lowest, runs more than 0.02 below, and runs with a point below 0.67 where that
@@ -44,6 +52,7 @@ import shlex
 import sys
 import tempfile
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -74,23 +83,34 @@ def run_case(
     truth_csv: Path | None = None,
     with_peers: bool = False,
     tables: Sequence[Path] = (),
+    emulate: bool = False,
 ) -> pd.DataFrame:
     """One row per (table, seed): the header's scores at every point of the case's truth.
-    The tables are the truth's passes, or ``tables`` (scored on every pass)."""
+    The tables are the truth's passes, or ``tables`` (scored on every pass); with
+    ``emulate``, kernels emulated from ``tables`` with the truth's measurement noise."""
     problem = PROBLEMS[case]()
     cells = pd.read_csv(truth_csv or RESULTS / f"bench_inputs_truth_{case}.csv", comment="#")
+    noise = project.pass_noise(cells) if emulate else None
     rows = []
-    for name, source, column, table, truth in replayed_tables(problem, cells, tables):
+    replayed = replayed_tables(problem, cells, tables)
+    for index, (name, source, column, table, truth) in enumerate(replayed):
         for seed in seeds:
-            result = project.run_truth_replay(
-                problem,
-                source,
-                truth,
-                seed,
-                workdir / name,
-                column=column,
-                settings=settings,
-            )
+            if noise is not None:
+                result = project.run_emulated(
+                    problem, tables[index], noise, truth, seed, workdir / name, settings
+                )
+                # the peers measure the cells they draw once, with the same noise
+                table = noisy_table(table, noise, seed)
+            else:
+                result = project.run_truth_replay(
+                    problem,
+                    source,
+                    truth,
+                    seed,
+                    workdir / name,
+                    column=column,
+                    settings=settings,
+                )
             summary = summarize_fractions(point_fractions(truth, result.answers))
             own_runs = [
                 summarize_fractions(
@@ -165,6 +185,14 @@ def replayed_tables(
             raise SystemExit(f"{path}: {differ}")
         out.append((path.stem, source, "time", table, truth))
     return out
+
+
+def noisy_table(table: Truth, noise: np.ndarray, seed: int) -> Truth:
+    """``table`` with every cell's time multiplied by ``exp(e)``, ``e`` drawn from ``noise``
+    (seeded by ``seed``): the cells as one live measurement of each reads them."""
+    rng = np.random.default_rng([seed, 29])
+    drawn = rng.choice(noise, size=table.times.shape)
+    return replace(table, times=table.times * np.exp(drawn))
 
 
 def summarize(rows: pd.DataFrame) -> pd.DataFrame:
@@ -255,6 +283,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="replay these tables of the case's cells (measured at another time than the "
         "truth) instead of the truth's passes, each scored on every pass (one case only)",
     )
+    parser.add_argument(
+        "--emulate",
+        action="store_true",
+        help="with --tables: tune on kernels emulated from the tables (their times "
+        "interpolated between their points, a measurement's noise as the truth's passes "
+        "differ, drawn afresh at each measurement), sampling the inputs' whole range as a live "
+        "campaign does; the peers draw from the tables with that noise",
+    )
     parser.add_argument("--workdir", type=Path, help="campaign folders (default: a temporary one)")
     parser.add_argument("--out", type=Path, help="write OUT.csv and OUT.md")
     parser.add_argument(
@@ -268,6 +304,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--truth needs exactly one --case")
     if args.tables and len(args.case) != 1:
         parser.error("--tables needs exactly one --case")
+    if args.emulate and not args.tables:
+        parser.error("--emulate needs --tables")
     label = args.label or (" ".join(args.set) if args.set else "defaults")
     seeds = parse_seeds(args.seeds)
     lines = provenance(list(argv) if argv is not None else None)
@@ -275,7 +313,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         workdir = args.workdir or Path(scratch)
         frames = [
             run_case(
-                case, seeds, args.set, label, workdir / case, args.truth, args.peers, args.tables
+                case,
+                seeds,
+                args.set,
+                label,
+                workdir / case,
+                args.truth,
+                args.peers,
+                args.tables,
+                args.emulate,
             )
             for case in args.case
         ]

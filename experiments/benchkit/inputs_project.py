@@ -490,6 +490,58 @@ def run_truth_replay(
     return _tuned(path, directory, truth)
 
 
+def pass_noise(cells: pd.DataFrame) -> np.ndarray:
+    """A measurement's noise in the log time, as the truth's passes measured it: the log
+    ratio of every pair of passes at every cell where both ran, over the square root of 2
+    (each pass carries one measurement's noise)."""
+    passes = passes_of(cells)
+    if len(passes) < 2:
+        raise ValueError("the noise of a measurement needs a truth of two passes or more")
+    ratios = []
+    for first, second in itertools.combinations(passes, 2):
+        ratio = np.log(cells[first].to_numpy(float) / cells[second].to_numpy(float))
+        ratios.append(ratio[np.isfinite(ratio)])
+    return np.concatenate(ratios) / math.sqrt(2.0)
+
+
+def run_emulated(
+    problem: Problem,
+    table: Path,
+    noise: np.ndarray,
+    truth: Truth,
+    seed: int,
+    workdir: Path,
+    settings: Sequence[str] = (),
+) -> CampaignResult:
+    """The problem's campaign (its inputs' whole range, its grid; the project's defaults with
+    ``settings``) on a kernel emulated from ``table`` (``benchkit/emulated_kernel.py``: the
+    table's times interpolated between its points, with ``noise`` drawn afresh at each
+    measurement); its compiled header's answer at every point of ``truth``."""
+    import json
+    import shutil
+
+    directory = workdir / problem.name / f"{table.stem}_emulated_s{seed}"
+    directory.mkdir(parents=True, exist_ok=True)
+    kernel = directory / "emulated_kernel.py"
+    shutil.copy(Path(__file__).with_name("emulated_kernel.py"), kernel)
+    np.save(directory / "noise.npy", np.asarray(noise, dtype=np.float64))
+    spec = {
+        "table": str(table.resolve()),
+        "inputs": list(problem.points.columns),
+        "design": _design_names(problem),
+        "noise": str((directory / "noise.npy").resolve()),
+        "seed": int(seed),
+    }
+    kernel.with_suffix(".json").write_text(json.dumps(spec))
+    data = campaign_config(problem, seed, None)
+    data["kernel"] = {"executor": "python", "function": f"{kernel.name}:time"}
+    for assignment in settings:
+        apply_override(data, assignment)
+    path = directory / "campaign.toml"
+    path.write_text(config_text(data))
+    return _tuned(path, directory / "campaign", truth)
+
+
 def run_campaign(
     problem: Problem, truth: Truth, seed: int, method: str | None, workdir: Path
 ) -> CampaignResult:

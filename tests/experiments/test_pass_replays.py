@@ -175,3 +175,57 @@ def test_tables_of_another_session_are_replayed_and_scored_on_every_pass(tmp_pat
     live.drop(columns="time").to_csv(other, index=False)
     with pytest.raises(SystemExit, match="other.csv: no column time"):
         replays.run_case("demo", [1], [], "x", tmp_path / "w3", truth_csv, tables=[other])
+
+
+def test_emulate_tunes_the_whole_range_on_a_kernel_interpolated_from_the_table(
+    tmp_path, monkeypatch
+):
+    """``--emulate``: the campaign keeps the case's inputs (its whole range, not the table's
+    points) and measures an emulated kernel: at a table point the table's time, between points
+    the log time interpolated in log n, each measurement with a noise from the truth's passes;
+    the peers draw from the table with one such noise per cell."""
+    problem, cells, truth_csv = demo_case(tmp_path, monkeypatch)
+    live = cells[["n", "block", "order"]].assign(time=cells["time_pass0"] * 1.05)
+    path = tmp_path / "live0_table.csv"
+    live.to_csv(path, index=False)
+    rows = replays.run_case(
+        "demo", [1], [], "em", tmp_path / "work", truth_csv, True, [path], emulate=True
+    )
+    assert list(rows["table"]) == ["live0_table"]
+    assert 0.0 < rows["geomean"].iloc[0] <= 1.0
+    assert 0.0 < rows[replays.PEER + "random cells + LightGBM argmin"].iloc[0] <= 1.0
+    directory = tmp_path / "work" / "live0_table" / problem.name / "live0_table_emulated_s1"
+    config = tomllib.loads((directory / "campaign.toml").read_text())
+    assert config["kernel"] == {"executor": "python", "function": "emulated_kernel.py:time"}
+    assert config["inputs"] == problem.config["inputs"]
+    noise = np.load(directory / "noise.npy")
+    assert np.allclose(np.sort(noise), np.sort(project.pass_noise(cells)))
+    import mlkaps_gpu
+
+    store = mlkaps_gpu.Campaign.open(directory / "campaign").store.load()
+    ok = store[store["status"] == "ok"]
+    assert len(ok) == 40 and not ok["n"].isin([32, 64, 128, 256]).all()
+    # each time is the interpolation times a noise the truth's passes measured
+    grid = np.log([32, 64, 128, 256])
+    for row in ok.head(10).itertuples():
+        at = live[(live["block"] == row.block) & (live["order"] == row.order)].set_index("n")
+        known = [n for n in (32, 64, 128, 256) if n in at.index]
+        expected = np.interp(
+            np.log(row.n),
+            grid[[n in at.index for n in (32, 64, 128, 256)]],
+            np.log(at.loc[known, "time"].to_numpy()),
+        )
+        assert np.min(np.abs(np.log(row.time) - expected - noise)) < 1e-9
+
+
+def test_emulate_needs_tables():
+    with pytest.raises(SystemExit):
+        replays.main(["--case", "demo", "--emulate"])
+
+
+def test_pass_noise_is_the_pairs_log_ratio_over_root_two():
+    cells = pd.DataFrame({"time_pass0": [1.0, 2.0, np.inf], "time_pass1": [2.0, 2.0, 1.0]})
+    noise = project.pass_noise(cells)
+    assert np.allclose(np.sort(noise), np.sort([np.log(0.5) / np.sqrt(2.0), 0.0]))
+    with pytest.raises(ValueError, match="two passes"):
+        project.pass_noise(cells[["time_pass0"]])
