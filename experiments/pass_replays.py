@@ -36,7 +36,9 @@ table (``benchkit/emulated_kernel.py``: the table's times interpolated between i
 times a measurement's noise drawn afresh at each measurement from how the truth's passes
 differ), sampling and measuring again as a live campaign does, in seconds; with ``--peers``
 the peers draw from each table with one such noise per cell, as the ``(measured live)``
-peers do.
+peers do. The table already holds one pass's noise, so this doubles it at the table's
+points: a pessimistic bound; ``--emulate none`` adds none (a cell measured again reads the
+same value), the optimistic one.
 
 Prints a table (per case and label: mean ± sd of the runs' geomeans, the lowest run, the
 worst point, the points below 0.67, and the header's difference to the model on its own
@@ -83,14 +85,17 @@ def run_case(
     truth_csv: Path | None = None,
     with_peers: bool = False,
     tables: Sequence[Path] = (),
-    emulate: bool = False,
+    emulate: str | None = None,
 ) -> pd.DataFrame:
     """One row per (table, seed): the header's scores at every point of the case's truth.
     The tables are the truth's passes, or ``tables`` (scored on every pass); with
-    ``emulate``, kernels emulated from ``tables`` with the truth's measurement noise."""
+    ``emulate``, kernels emulated from ``tables``, with the truth's measurement noise
+    (``passes``) or none (``none``: each cell reads the table's value every time)."""
     problem = PROBLEMS[case]()
     cells = pd.read_csv(truth_csv or RESULTS / f"bench_inputs_truth_{case}.csv", comment="#")
-    noise = project.pass_noise(cells) if emulate else None
+    noise = None
+    if emulate is not None:
+        noise = project.pass_noise(cells) if emulate == "passes" else np.zeros(1)
     rows = []
     replayed = replayed_tables(problem, cells, tables)
     for index, (name, source, column, table, truth) in enumerate(replayed):
@@ -285,11 +290,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument(
         "--emulate",
-        action="store_true",
+        nargs="?",
+        const="passes",
+        choices=["passes", "none"],
         help="with --tables: tune on kernels emulated from the tables (their times "
         "interpolated between their points, a measurement's noise as the truth's passes "
         "differ, drawn afresh at each measurement), sampling the inputs' whole range as a live "
-        "campaign does; the peers draw from the tables with that noise",
+        "campaign does; the peers draw from the tables with that noise (``--emulate none``: "
+        "no noise, a cell reads its table value every time)",
     )
     parser.add_argument("--workdir", type=Path, help="campaign folders (default: a temporary one)")
     parser.add_argument("--out", type=Path, help="write OUT.csv and OUT.md")

@@ -189,7 +189,7 @@ def test_emulate_tunes_the_whole_range_on_a_kernel_interpolated_from_the_table(
     path = tmp_path / "live0_table.csv"
     live.to_csv(path, index=False)
     rows = replays.run_case(
-        "demo", [1], [], "em", tmp_path / "work", truth_csv, True, [path], emulate=True
+        "demo", [1], [], "em", tmp_path / "work", truth_csv, True, [path], emulate="passes"
     )
     assert list(rows["table"]) == ["live0_table"]
     assert 0.0 < rows["geomean"].iloc[0] <= 1.0
@@ -229,3 +229,23 @@ def test_pass_noise_is_the_pairs_log_ratio_over_root_two():
     assert np.allclose(np.sort(noise), np.sort([np.log(0.5) / np.sqrt(2.0), 0.0]))
     with pytest.raises(ValueError, match="two passes"):
         project.pass_noise(cells[["time_pass0"]])
+
+
+def test_emulate_none_reads_the_table_without_noise(tmp_path, monkeypatch):
+    """``--emulate none``: every measurement at a table point is the table's time."""
+    problem, cells, truth_csv = demo_case(tmp_path, monkeypatch)
+    live = cells[["n", "block", "order"]].assign(time=cells["time_pass0"] * 1.05)
+    path = tmp_path / "live0_table.csv"
+    live.to_csv(path, index=False)
+    replays.run_case(
+        "demo", [2], [], "em", tmp_path / "work", truth_csv, tables=[path], emulate="none"
+    )
+    directory = tmp_path / "work" / "live0_table" / problem.name / "live0_table_emulated_s2"
+    assert np.load(directory / "noise.npy").tolist() == [0.0]
+    import mlkaps_gpu
+
+    store = mlkaps_gpu.Campaign.open(directory / "campaign").store.load()
+    at_points = store[(store["status"] == "ok") & store["n"].isin([32, 64, 128, 256])]
+    merged = at_points.merge(live, on=["n", "block", "order"], suffixes=("", "_table"))
+    assert len(merged) == len(at_points) > 0
+    assert np.allclose(merged["time"], merged["time_table"], rtol=1e-12)
