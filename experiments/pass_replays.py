@@ -30,15 +30,16 @@ directory (``live<seed>_table.csv``). Each is scored on the minimum over every p
 truth, since none of them is the table: the drift between sessions, which replays of one
 truth pass scored on its sibling passes do not see, is in every run.
 
-With ``--emulate`` (and ``--tables``), the campaigns do not replay the tables: they tune the
-case's own configuration (its inputs' whole range, its grid) on a kernel emulated from each
-table (``benchkit/emulated_kernel.py``: the table's times interpolated between its points,
-times a measurement's noise drawn afresh at each measurement from how the truth's passes
-differ), sampling and measuring again as a live campaign does, in seconds; with ``--peers``
-the peers draw from each table with one such noise per cell, as the ``(measured live)``
-peers do. The table already holds one pass's noise, so this doubles it at the table's
-points: a pessimistic bound; ``--emulate none`` adds none (a cell measured again reads the
-same value), the optimistic one.
+With ``--emulate``, the campaigns do not replay the tables (``--tables``, or each pass of the
+truth, scored on the other passes): they tune the case's own configuration (its inputs'
+whole range, its grid) on a kernel emulated from each table
+(``benchkit/emulated_kernel.py``: the table's times interpolated between its points, times a
+measurement's noise drawn afresh at each measurement from how the truth's passes differ),
+sampling and measuring again as a live campaign does, in seconds; with ``--peers`` the peers
+draw from each table with one such noise per cell, as the ``(measured live)`` peers do. The
+table already holds one pass's noise, so this doubles it at the table's points: a
+pessimistic bound; ``--emulate none`` adds none (a cell measured again reads the same
+value), the optimistic one.
 
 Prints a table (per case and label: mean ± sd of the runs' geomeans, the lowest run, the
 worst point, the points below 0.67, and the header's difference to the model on its own
@@ -100,12 +101,18 @@ def run_case(
     replayed = replayed_tables(problem, cells, tables)
     for index, (name, source, column, table, truth) in enumerate(replayed):
         for seed in seeds:
+            drawn_from = table
             if noise is not None:
+                path = (
+                    tables[index]
+                    if tables
+                    else project.pass_table(problem, source, column, workdir / name, column)
+                )
                 result = project.run_emulated(
-                    problem, tables[index], noise, truth, seed, workdir / name, settings
+                    problem, path, noise, truth, seed, workdir / name, settings
                 )
                 # the peers measure the cells they draw once, with the same noise
-                table = noisy_table(table, noise, seed)
+                drawn_from = noisy_table(table, noise, seed)
             else:
                 result = project.run_truth_replay(
                     problem,
@@ -132,7 +139,7 @@ def run_case(
             own_low = np.median([run["below_0.67"] for run in own_runs])
             drawn = (
                 peers.peer_answers(
-                    table, problem.budget, np.random.default_rng([seed, problem.budget])
+                    drawn_from, problem.budget, np.random.default_rng([seed, problem.budget])
                 )
                 if with_peers
                 else {}
@@ -293,7 +300,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         nargs="?",
         const="passes",
         choices=["passes", "none"],
-        help="with --tables: tune on kernels emulated from the tables (their times "
+        help="tune on kernels emulated from the tables (--tables, or each pass of the truth; "
+        "their times "
         "interpolated between their points, a measurement's noise as the truth's passes "
         "differ, drawn afresh at each measurement), sampling the inputs' whole range as a live "
         "campaign does; the peers draw from the tables with that noise (``--emulate none``: "
@@ -312,8 +320,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--truth needs exactly one --case")
     if args.tables and len(args.case) != 1:
         parser.error("--tables needs exactly one --case")
-    if args.emulate and not args.tables:
-        parser.error("--emulate needs --tables")
     label = args.label or (" ".join(args.set) if args.set else "defaults")
     seeds = parse_seeds(args.seeds)
     lines = provenance(list(argv) if argv is not None else None)

@@ -476,11 +476,7 @@ def run_truth_replay(
     assignments) on a replay of the truth table (its ``column``): the peers' data, its noise
     and its input points; its compiled header's answer at every point of ``truth``.
     ``name`` names the replayed table's files in ``workdir`` (one per table)."""
-    table = workdir / problem.name / f"{name}_table.csv"
-    table.parent.mkdir(parents=True, exist_ok=True)
-    columns = [*problem.points.columns, *_design_names(problem)]
-    # a failed cell: inf, a failure
-    cells[[*columns, column]].rename(columns={column: "time"}).to_csv(table, index=False)
+    table = pass_table(problem, cells, column, workdir, name)
     directory = workdir / problem.name / f"{name}_replay_s{seed}"
     path = directory.with_suffix(".toml")
     data = truth_replay_config(problem, table, seed)
@@ -502,6 +498,18 @@ def pass_noise(cells: pd.DataFrame) -> np.ndarray:
         ratio = np.log(cells[first].to_numpy(float) / cells[second].to_numpy(float))
         ratios.append(ratio[np.isfinite(ratio)])
     return np.concatenate(ratios) / math.sqrt(2.0)
+
+
+def pass_table(
+    problem: Problem, cells: pd.DataFrame, column: str, workdir: Path, name: str
+) -> Path:
+    """The cells' ``column`` (a pass, or ``time``) as a table (inputs, design, ``time``):
+    ``workdir/<problem>/<name>_table.csv``. A failed cell stays ``inf``, a failure."""
+    path = workdir / problem.name / f"{name}_table.csv"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    columns = [*problem.points.columns, *_design_names(problem)]
+    cells[[*columns, column]].rename(columns={column: "time"}).to_csv(path, index=False)
+    return path
 
 
 def run_emulated(

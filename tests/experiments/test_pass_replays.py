@@ -218,9 +218,29 @@ def test_emulate_tunes_the_whole_range_on_a_kernel_interpolated_from_the_table(
         assert np.min(np.abs(np.log(row.time) - expected - noise)) < 1e-9
 
 
-def test_emulate_needs_tables():
-    with pytest.raises(SystemExit):
-        replays.main(["--case", "demo", "--emulate"])
+def test_emulate_without_tables_emulates_each_pass_scored_on_the_others(tmp_path, monkeypatch):
+    """Without ``--tables``, each pass of the truth is an emulated kernel's table; each seed's
+    peers draw from that pass with their own seed's noise (not another seed's on top)."""
+    problem, cells, truth_csv = demo_case(tmp_path, monkeypatch)
+    rows = replays.run_case(
+        "demo", [1, 2], [], "em", tmp_path / "work", truth_csv, True, emulate="passes"
+    )
+    assert list(zip(rows["table"], rows["seed"], strict=True)) == [
+        ("time_pass0", 1),
+        ("time_pass0", 2),
+        ("time_pass1", 1),
+        ("time_pass1", 2),
+    ]
+    written = pd.read_csv(tmp_path / "work" / "time_pass1" / problem.name / "time_pass1_table.csv")
+    assert np.allclose(written["time"], cells["time_pass1"])
+    peers = load_benchkit("inputs_peers")
+    fractions = load_benchkit("inputs_truth").point_fractions
+    table, truth, _ = project.table_and_scoring(problem, cells, "time_pass1")
+    noisy = replays.noisy_table(table, project.pass_noise(cells), 2)
+    drawn = peers.peer_answers(noisy, 40, np.random.default_rng([2, 40]))
+    expected = np.exp(np.log(fractions(truth, drawn["random cells + LightGBM argmin"])).mean())
+    column = replays.PEER + "random cells + LightGBM argmin"
+    assert np.isclose(rows[column].iloc[3], expected)
 
 
 def test_pass_noise_is_the_pairs_log_ratio_over_root_two():
