@@ -256,9 +256,13 @@ class Campaign:
 
     @property
     def sampling_budget(self) -> int:
-        """Measurements of the sampling stage: the budget less the confirmation reserve."""
+        """Measurements of the sampling stage: the budget less the confirmation reserve and
+        the cells the confirmation measures first (each configuration where it becomes valid,
+        :meth:`Stages.edges`)."""
         budget = self.config.sampling.budget
-        return max(1, budget - int(round(self.confirm_share * budget)))
+        reserve = int(round(self.confirm_share * budget))
+        edges = len(self.stages.edges(self.confirm_share)) if reserve else 0
+        return max(1, budget - reserve - edges)
 
     def ask(self, n: int | None = None) -> pd.DataFrame:
         """Configurations to measure with your own loop (:mod:`._ask_tell`)."""

@@ -62,7 +62,9 @@ class ConfirmationStage:
         batch_size: int,
         ship_measured: bool = True,
         remeasure: bool = False,
+        edges: pd.DataFrame | None = None,
     ) -> None:
+        self.edges = edges
         self.context = context
         self.decisions = decisions
         self.budget = int(budget)
@@ -79,6 +81,7 @@ class ConfirmationStage:
         *,
         confirm_share: float,
         remeasure: bool = False,
+        edges: pd.DataFrame | None = None,
     ) -> ConfirmationStage:
         """The stage of ``[sampling]`` (budget, batch size), with the campaign's confirmation
         share (0 where it keeps no reserve) and whether answers are measured again (a kernel
@@ -90,6 +93,7 @@ class ConfirmationStage:
             batch_size=settings.batch_size,
             ship_measured=confirm_share > 0,
             remeasure=remeasure,
+            edges=edges,
         )
 
     def run(self, optima: pd.DataFrame) -> tuple[pd.DataFrame, FittedSelector, dict[str, Any]]:
@@ -102,6 +106,7 @@ class ConfirmationStage:
         optima, fitted, score = decided.optima, decided.fitted, decided.score
         assert score is not None  # decided from the evidence
         spent = {
+            "edges": 0,
             "answers": 0,
             "remeasured": 0,
             "neighbours": 0,
@@ -110,6 +115,17 @@ class ConfirmationStage:
         }
         remeasure = self.remeasure
         rounds = 0
+        # each configuration where it becomes valid (taken from the sampling's budget): often
+        # the fastest exactly there, and learnt only from beyond, where it is not
+        edges = self.edges if self.edges is not None else space.empty_table()
+        edges = edges[~score.evidence.tried(edges)].head(max(0, self.budget - len(store)))
+        if len(edges):
+            rows = edges[space.names].reset_index(drop=True)
+            store.append(rows, *context.measure(rows))
+            spent["edges"] = len(rows)
+            decided = decisions.run(optima)
+            optima, fitted, score = decided.optima, decided.fitted, decided.score
+            assert score is not None
         while rounds < CONFIRM_ROUNDS and len(store) < self.budget:
             left = self.budget - len(store)
             answers = decisions.answers(fitted.selector, optima)
@@ -257,6 +273,7 @@ class ConfirmationStage:
         details: dict[str, Any] = {
             "confirmation": {
                 "rounds": rounds,
+                "measured_edges": spent["edges"],
                 "measured_answers": spent["answers"],
                 "remeasured_answers": spent["remeasured"],
                 "measured_neighbours": spent["neighbours"],

@@ -27,7 +27,7 @@ from mlkaps_gpu.campaign._stage_optimization import Cluster, OptimizationStage
 from mlkaps_gpu.campaign._stage_sampling import Remote, SamplingStage
 from mlkaps_gpu.campaign._store import SampleStore
 from mlkaps_gpu.sampling import SAMPLERS, Sampler, SamplerParts
-from mlkaps_gpu.space import Space
+from mlkaps_gpu.space import Space, validity_edges
 from mlkaps_gpu.surrogate import BootstrapEnsemble
 
 #: Largest grid whose points GA-Adaptive exploits at (random input points beyond).
@@ -223,7 +223,17 @@ class CampaignStages:
             decisions,
             confirm_share=confirm_share,
             remeasure=self.config.kernel.executor != "replay",
+            edges=self.edges(confirm_share),
         )
+
+    def edges(self, confirm_share: float) -> pd.DataFrame:
+        """The cells the confirmation measures first, taken from the sampling's budget: each
+        configuration where it becomes valid along the grid (:func:`validity_edges`), at most
+        as many as the confirmation's reserve (none without one)."""
+        reserve = int(round(confirm_share * self.config.sampling.budget))
+        if reserve <= 0:
+            return self.sampling_space.empty_table()
+        return validity_edges(self.sampling_space, self.grid(), self.config.seed).head(reserve)
 
     def codegen(self) -> CodegenStage:
         """The header stage of ``[trees]``."""

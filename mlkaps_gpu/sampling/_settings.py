@@ -108,7 +108,10 @@ class SamplingSettings(SettingsModel):
             "measured again; what the answers do not need is spent on their most promising "
             "unmeasured neighbours; where the reserve "
             "runs out before an answer was measured, a configuration measured at that point "
-            "ships instead. Single objective only."
+            "ships instead. Where a design constraint ties an integer input to the design "
+            "(`block <= n`), each configuration is first measured at one grid point where it "
+            "becomes valid (`n = block`), up to as many cells as the reserve, taken from the "
+            "sampling's share (decision 0052). Single objective only."
         ),
     )
     fixed: dict[str, Scalar] = Field(

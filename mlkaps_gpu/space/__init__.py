@@ -21,6 +21,7 @@ from mlkaps_gpu.space._constraints import (
     operator_symbol,
     parse_constraint,
 )
+from mlkaps_gpu.space._grid import validity_edges
 from mlkaps_gpu.space._identifiers import (
     MAX_IDENTIFIER_LENGTH,
     RESERVED_C_NAMES,
@@ -40,6 +41,7 @@ __all__ = [
     "nearest_codes",
     "radix",
     "select_neighbours",
+    "validity_edges",
     "KINDS",
     "NEIGHBOUR_KINDS",
     "Constraint",

@@ -161,6 +161,66 @@ def validity_breaks(space: Space, axes: list[np.ndarray]) -> list[np.ndarray]:
     return out
 
 
+def validity_edges(space: Space, points: pd.DataFrame, seed: int) -> pd.DataFrame:
+    """Cells (inputs and design) where a configuration becomes valid along an integer input:
+    for each configuration, input and value ``v`` of that input among ``points`` where a
+    design constraint holds at ``v`` and not at ``v - 1`` (``block <= n`` at ``n = block``,
+    the range's low end included), one of those points, drawn with ``seed``. A configuration
+    is often the fastest exactly where it becomes valid (one block, no remainder) and is
+    learnt only from the sizes beyond, where it is not: these cells measure it there.
+    Nothing for a space that is not enumerated, a table of listed rows, or inputs that no
+    design constraint mentions."""
+    empty = space.empty_table()
+    if not space.mask_inputs or not space.enumerable or space.listed_rows is not None:
+        return empty
+    points = points[space.input_names].drop_duplicates().reset_index(drop=True)
+    codes, columns = space._product()
+    n_points, n_codes = len(points), len(codes)
+    if not n_points or n_points * n_codes > MAX_BREAK_EVALUATIONS:
+        return empty
+    scope: dict[str, object] = {k: np.tile(c, n_points) for k, c in columns.items()}
+    for name in space.input_names:
+        categorical = space.parameters[name].kind == "categorical"
+        values = np.repeat(points[name].to_numpy(), n_codes)
+        scope[name] = values if categorical else values.astype(np.float64)
+
+    def valid(table: dict[str, object]) -> np.ndarray:
+        mask = np.ones(n_points * n_codes, dtype=bool)
+        for constraint in space.design_constraints:
+            mask &= constraint.evaluate(table, len(mask))
+        return mask
+
+    here = valid(scope)
+    found = []
+    for name in space.mask_inputs:
+        parameter = space.parameters[name]
+        if parameter.kind != "int" or parameter.values is not None or name in space.fixed_inputs:
+            continue
+        before = dict(scope)
+        before[name] = np.asarray(scope[name], dtype=np.float64) - 1.0
+        rows = np.flatnonzero(here & ~valid(before))
+        if len(rows):
+            found.append(
+                pd.DataFrame(
+                    {
+                        "_point": rows // n_codes,
+                        "_code": rows % n_codes,
+                        "_input": name,
+                        "_value": np.asarray(scope[name])[rows],
+                    }
+                )
+            )
+    if not found:
+        return empty
+    table = pd.concat(found, ignore_index=True)
+    rng = np.random.default_rng([seed, 31])
+    table = table.iloc[rng.permutation(len(table))]
+    table = table.drop_duplicates(["_code", "_input", "_value"]).sort_index(kind="stable")
+    table = table.drop_duplicates(["_point", "_code"])
+    cells = space.assemble(points.iloc[table["_point"].to_numpy()], codes[table["_code"]])
+    return cells.reset_index(drop=True)
+
+
 __all__ = [
     "MAX_BREAK_EVALUATIONS",
     "MAX_BREAK_VALUES",
@@ -170,4 +230,5 @@ __all__ = [
     "grid",
     "grid_size",
     "validity_breaks",
+    "validity_edges",
 ]

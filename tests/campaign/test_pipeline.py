@@ -196,3 +196,26 @@ def test_transfer_source_must_be_a_campaign(
     assert main(["--quiet", "tune", str(config), "--out", str(tmp_path / "x")]) == 2
     err = capsys.readouterr().err
     assert "[transfer] sources[0]" in err and "not a campaign directory" in err
+
+
+def test_each_configuration_is_measured_where_it_becomes_valid(
+    kernel_path: Path, tmp_path: Path
+) -> None:
+    """``block <= n``: the confirmation first measures each block at the grid's n where it
+    becomes valid (16 at the range's low end, 32, 64, 128; both variants) unless the sampling
+    did, taken from the sampling's budget: the campaign still measures its budget, no more."""
+    out = tmp_path / "edges"
+    config = write_config(kernel_path, budget=120)  # a reserve of 12: room for the 8 edges
+    assert main(["--quiet", "tune", str(config), "--out", str(out)]) == 0
+    campaign = Campaign.open(out)
+    stored = campaign.store.load()
+    assert len(stored) == 120
+    verification = json.loads((out / "verification.json").read_text())
+    # the 8 edge cells less those the sampling happened to measure
+    assert 0 < verification["confirmation"]["measured_edges"] <= 8
+    cells = set(zip(stored["n"], stored["block"], stored["variant"], strict=True))
+    for block in (16, 32, 64, 128):
+        for variant in ("fast", "slow"):
+            assert (block, block, variant) in cells
+    reserve = round(campaign.config.sampling.confirm * 120)
+    assert campaign.sampling_budget == 120 - reserve - 8

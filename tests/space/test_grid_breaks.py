@@ -71,3 +71,51 @@ def test_breaks_follow_the_other_inputs_of_the_constraint() -> None:
     for name in ("m", "n"):
         values = set(grid[name].tolist())
         assert {127, 128, 255, 256} <= values
+
+
+def test_validity_edges_measure_each_configuration_where_it_becomes_valid() -> None:
+    """One cell per configuration and value where a constraint starts to hold along the input
+    (``block <= n`` at ``n = block``, the range's low end included); none where it stops
+    holding (block 8 past n = 263) or where it held already (blocks 8 and 16 at n = 32)."""
+    from mlkaps_gpu.space import validity_edges
+
+    space = demo_space()
+    grid = space.grid(16)
+    edges = validity_edges(space, grid, seed=0)
+    found = {(int(n), int(b), o) for n, b, o in edges[["n", "block", "order"]].to_numpy()}
+    expected = {(b, b, o) for b in (32, 64, 128, 256, 512) for o in ("ijk", "ikj", "jki")}
+    assert found == expected
+    assert space.is_valid(edges).all()
+    before = edges.assign(n=edges["n"] - 1)
+    assert not space.is_valid(before[before["n"] >= 32]).any()
+    assert validity_edges(space, grid, seed=1).equals(edges)  # one point per edge in 1-D
+
+
+def test_validity_edges_pick_one_point_of_each_edge_line() -> None:
+    """Two inputs (``nb <= min(m, n)``): each configuration's edge along m and along n is a
+    line of grid points; one of them is measured, drawn with the seed."""
+    from mlkaps_gpu.space import validity_edges
+
+    space = Space(
+        [
+            Parameter("m", "int", low=64, high=512, log=True),
+            Parameter("n", "int", low=64, high=512, log=True),
+        ],
+        [Parameter("nb", "int", values=(8, 64, 256))],
+        ["nb <= min(m, n)"],
+    )
+    grid = space.grid(8)
+    edges = validity_edges(space, grid, seed=0)
+    # nb 64 at m = 64 and at n = 64, nb 256 at m = 256 and at n = 256; nb 8 is valid at 63
+    assert sorted(edges["nb"].tolist()) == [64, 64, 256, 256]
+    for nb in (64, 256):
+        rows = edges[edges["nb"] == nb]
+        assert sorted(np.minimum(rows["m"], rows["n"]).tolist()) == [nb, nb]
+    assert len(validity_edges(space, grid, seed=5)) == 4
+
+
+def test_no_validity_edges_without_a_constraint_linking_an_input_to_the_design() -> None:
+    from mlkaps_gpu.space import validity_edges
+
+    free = Space([Parameter("n", "int", low=32, high=512, log=True)], DESIGN, [])
+    assert validity_edges(free, free.grid(16), seed=0).empty
