@@ -142,10 +142,8 @@ def validity_breaks(space: Space, axes: list[np.ndarray]) -> list[np.ndarray]:
                 value = lines[j, line]
                 categorical = space.parameters[other].kind == "categorical"
                 scope[other] = value if categorical else np.float64(value)
-            mask = np.ones(len(values) * len(codes), dtype=bool)
-            for constraint in space.design_constraints:
-                mask &= constraint.evaluate(scope, len(mask))
-            valid = mask.reshape(len(values), len(codes))
+            valid = _design_valid(space, scope, len(values) * len(codes))
+            valid = valid.reshape(len(values), len(codes))
             flips[1:] = np.maximum(flips[1:], (valid[1:] != valid[:-1]).sum(axis=1))
         changed = np.flatnonzero(flips)
         if not len(changed):
@@ -159,6 +157,15 @@ def validity_breaks(space: Space, axes: list[np.ndarray]) -> list[np.ndarray]:
         kept = np.sort(values[changed[order[:room]]])
         out[position[name]] = np.unique(np.concatenate([kept - 1, kept]))
     return out
+
+
+def _design_valid(space: Space, scope: Mapping[str, object], n: int) -> np.ndarray:
+    """Whether each of the ``n`` rows of ``scope`` (columns by name) meets every design
+    constraint."""
+    mask = np.ones(n, dtype=bool)
+    for constraint in space.design_constraints:
+        mask &= constraint.evaluate(scope, n)
+    return mask
 
 
 def validity_edges(space: Space, points: pd.DataFrame, seed: int) -> pd.DataFrame:
@@ -184,13 +191,7 @@ def validity_edges(space: Space, points: pd.DataFrame, seed: int) -> pd.DataFram
         values = np.repeat(points[name].to_numpy(), n_codes)
         scope[name] = values if categorical else values.astype(np.float64)
 
-    def valid(table: dict[str, object]) -> np.ndarray:
-        mask = np.ones(n_points * n_codes, dtype=bool)
-        for constraint in space.design_constraints:
-            mask &= constraint.evaluate(table, len(mask))
-        return mask
-
-    here = valid(scope)
+    here = _design_valid(space, scope, n_points * n_codes)
     found = []
     for name in space.mask_inputs:
         parameter = space.parameters[name]
@@ -198,7 +199,7 @@ def validity_edges(space: Space, points: pd.DataFrame, seed: int) -> pd.DataFram
             continue
         before = dict(scope)
         before[name] = np.asarray(scope[name], dtype=np.float64) - 1.0
-        rows = np.flatnonzero(here & ~valid(before))
+        rows = np.flatnonzero(here & ~_design_valid(space, before, len(here)))
         if len(rows):
             found.append(
                 pd.DataFrame(
