@@ -54,7 +54,8 @@ GLOBAL_CANDIDATES = 16
 NEIGHBOUR_CANDIDATES = 4
 #: Distinct configurations measured at an input point from which its best measured one speaks
 #: for the best there (see :meth:`EvidenceScore.only_measured_at`): with one or two measured
-#: configurations, the best of them says little about the best of the point.
+#: configurations, the best of them says little about the best of the point, unless one of
+#: them was the decisions' own answer there.
 STRICT_MIN_MEASURED = 5
 #: Most (grid point, valid design) rows for which every valid design of every grid point is a
 #: candidate (a table replay's listed designs, an enumerable space's valid set): the ensemble
@@ -271,20 +272,27 @@ class EvidenceScore:
         self._rows: dict[int, int] = {}
         self._values: tuple[np.ndarray, ...] = ()
 
-    def only_measured_at(self, points: pd.DataFrame) -> EvidenceScore:
+    def only_measured_at(
+        self, points: pd.DataFrame, answered: pd.DataFrame | None = None
+    ) -> EvidenceScore:
         """The same estimates, except that at those of ``points`` (input rows) where at least
-        :data:`STRICT_MIN_MEASURED` configurations were measured, a configuration never
-        measured there is judged with the
-        model's calibrated uncertainty (the members' spread and :attr:`model_error` in
-        quadrature) instead of the spread alone: it replaces the measured ones only where the
-        model is confident beyond its own error on unseen rows. The confirmation asks this
-        where the budget ended before the trees' answer was measured. A measurement of one
-        configuration at a point is evidence about that configuration, not about the best one
-        there: with one slow configuration measured at a size, a configuration the model
-        predicts 100 times faster still ships."""
+        :data:`STRICT_MIN_MEASURED` configurations were measured, or where one of the
+        decisions' answers was measured (``answered``: input rows), a configuration never
+        measured there is judged with the model's calibrated uncertainty (the members' spread
+        and :attr:`model_error` in quadrature) instead of the spread alone: it replaces the
+        measured ones only where the model is confident beyond its own error on unseen rows.
+        The confirmation asks this where the budget ended before the trees' answer was
+        measured. A measurement of one configuration at a point is evidence about that
+        configuration, not about the best one there: with one slow configuration measured at a
+        size, a configuration the model predicts 100 times faster still ships. An answer the
+        decisions chose there and the confirmation measured is (decision 0053): a guess a few
+        percent ahead of it, within the model's error, does not replace it."""
         inputs = self.evidence.space.input_names
         counts = self.evidence.table.groupby(inputs, sort=False, dropna=False).size()
         measured = counts[counts >= STRICT_MIN_MEASURED].reset_index()[inputs]
+        if answered is not None and len(answered):
+            measured = pd.concat([measured, answered[inputs]], ignore_index=True)
+            measured = measured.drop_duplicates()
         strict = points[inputs].drop_duplicates().merge(measured, on=inputs)
         return EvidenceScore(
             self.evidence,

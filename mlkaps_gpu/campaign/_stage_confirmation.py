@@ -9,7 +9,9 @@ measured live has the answers that rest on one measurement and measured surprisi
 most surprising first, one batch a round (the best of several noisy measurements is the
 likeliest to be a lucky one); what is left goes to the answers' most promising unmeasured
 neighbours. Where the budget (or the rounds) ends before an answer was measured and its point
-has measurements, a configuration measured there ships instead.
+has five configurations measured, or (a kernel measured live) an earlier answer measured there,
+a configuration measured there ships instead unless the model is confident beyond its own
+error that the answer is faster (decision 0053).
 """
 
 from __future__ import annotations
@@ -115,6 +117,7 @@ class ConfirmationStage:
         }
         remeasure = self.remeasure
         rounds = 0
+        answered = [optima[space.input_names].iloc[:0]]  # points where an answer was measured
         # each configuration where it becomes valid (taken from the sampling's budget): often
         # the fastest exactly there, and learnt only from beyond, where it is not
         edges = self.edges if self.edges is not None else space.empty_table()
@@ -152,6 +155,8 @@ class ConfirmationStage:
             before = score.evidence.lookup(rows)
             store.append(rows, *context.measure(rows))
             spent[kind] += len(rows)
+            if kind != "neighbours":
+                answered.append(rows[space.input_names])
             rounds += 1
             decided = decisions.run(optima)
             optima, fitted, score = decided.optima, decided.fitted, decided.score
@@ -163,7 +168,12 @@ class ConfirmationStage:
         unconfirmed = ~score.evidence.tried(decisions.answers(fitted.selector, optima))
         spent["unconfirmed"] = int(np.count_nonzero(unconfirmed))
         if self.ship_measured and unconfirmed.any():
-            strict = score.only_measured_at(optima.loc[unconfirmed, space.input_names])
+            # a measured answer the re-decision left is kept where the kernel is noisy (its
+            # bad reading may be the noise; decision 0053); a replay's reading is exact
+            strict = score.only_measured_at(
+                optima.loc[unconfirmed, space.input_names],
+                pd.concat(answered) if remeasure else None,
+            )
             spent["measured_instead"] = 0 if strict.strict is None else len(strict.strict)
             if spent["measured_instead"]:
                 score = strict

@@ -108,10 +108,13 @@ class SamplingSettings(SettingsModel):
             "measured again; what the answers do not need is spent on their most promising "
             "unmeasured neighbours; where the reserve "
             "runs out before an answer was measured, a configuration measured at that point "
-            "ships instead. Where a design constraint ties an integer input to the design "
-            "(`block <= n`), each configuration is first measured at one grid point where it "
-            "becomes valid (`n = block`), up to as many cells as the reserve, taken from the "
-            "sampling's share (decision 0052). Single objective only."
+            "ships instead (where five were measured there, or, live, an earlier answer: "
+            "decision 0053), unless the model predicts the answer "
+            "faster by more than its calibrated error. Where a design constraint ties an "
+            "integer input to the design (`block <= n`), each configuration is first "
+            "measured at one grid point where it becomes valid (`n = block`), up to as many "
+            "cells as the reserve, taken from the sampling's share (decision 0052). Single "
+            "objective only."
         ),
     )
     fixed: dict[str, Scalar] = Field(

@@ -235,6 +235,14 @@ def test_only_measured_at_guards_measurements_with_the_model_error() -> None:
     assert decided["source"].iloc[0] == "measured"
     # on b, one measurement says nothing of the best: the prediction ships
     assert decide(grid_row("b", 9, faster), strict, sp, "time")["x"].iloc[0] == 9
+    # unless it was the decisions' answer at b, measured by the confirmation (decision 0053)
+    answered = score.only_measured_at(
+        pd.DataFrame({"gpu": ["a", "b"]}), answered=pd.DataFrame({"gpu": ["b"]})
+    )
+    assert answered.strict["gpu"].tolist() == ["a", "b"]
+    decided = decide(grid_row("b", 9, faster), answered, sp, "time")
+    assert decided["x"].iloc[0] == 2
+    assert decided["source"].iloc[0] == "measured"
     # the guard is the model's error in quadrature with the spread, not a penalty
     table = pd.DataFrame({"gpu": ["a", "a"], "x": [9, 1]})
     values = strict.score(table)
