@@ -55,7 +55,7 @@ NEIGHBOUR_CANDIDATES = 4
 #: Distinct configurations measured at an input point from which its best measured one speaks
 #: for the best there (see :meth:`EvidenceScore.only_measured_at`): with one or two measured
 #: configurations, the best of them says little about the best of the point, unless one of
-#: them was the decisions' own answer there.
+#: them was the decisions' own answer there (on a kernel measured live: decision 0053).
 STRICT_MIN_MEASURED = 5
 #: Most (grid point, valid design) rows for which every valid design of every grid point is a
 #: candidate (a table replay's listed designs, an enumerable space's valid set): the ensemble

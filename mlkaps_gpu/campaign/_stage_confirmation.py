@@ -168,8 +168,8 @@ class ConfirmationStage:
         unconfirmed = ~score.evidence.tried(decisions.answers(fitted.selector, optima))
         spent["unconfirmed"] = int(np.count_nonzero(unconfirmed))
         if self.ship_measured and unconfirmed.any():
-            # a measured answer the re-decision left is kept where the kernel is noisy (its
-            # bad reading may be the noise; decision 0053); a replay's reading is exact
+            # a measured answer the re-decision left is kept on a kernel measured live, where
+            # that re-decision rests on noisy readings (decision 0053); a replay's are exact
             strict = score.only_measured_at(
                 optima.loc[unconfirmed, space.input_names],
                 pd.concat(answered) if remeasure else None,
