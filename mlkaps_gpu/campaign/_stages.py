@@ -54,6 +54,7 @@ class CampaignStages:
         self._sampling_space: Space | None = None
         self._training: TrainingSamples | None = None
         self._decisions: DecisionStage | None = None
+        self._edges: dict[float, pd.DataFrame] = {}  # per confirmation share, found once
 
     @property
     def sampling_space(self) -> Space:
@@ -230,10 +231,14 @@ class CampaignStages:
         """The cells the confirmation measures first, taken from the sampling's budget: each
         configuration where it becomes valid along the grid (:func:`validity_edges`), at most
         as many as the confirmation's reserve (none without one)."""
-        reserve = int(round(confirm_share * self.config.sampling.budget))
-        if reserve <= 0:
-            return self.sampling_space.empty_table()
-        return validity_edges(self.sampling_space, self.grid(), self.config.seed).head(reserve)
+        if confirm_share not in self._edges:
+            reserve = int(round(confirm_share * self.config.sampling.budget))
+            self._edges[confirm_share] = (
+                validity_edges(self.sampling_space, self.grid(), self.config.seed).head(reserve)
+                if reserve > 0
+                else self.sampling_space.empty_table()
+            )
+        return self._edges[confirm_share].copy()
 
     def codegen(self) -> CodegenStage:
         """The header stage of ``[trees]``."""
