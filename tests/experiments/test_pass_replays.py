@@ -72,6 +72,15 @@ def test_each_pass_is_a_table_scored_on_the_others(tmp_path, monkeypatch):
     assert np.isclose(summary["gap"].iloc[0], gap.mean())
     assert np.isclose(summary["lowest gap"].iloc[0], gap.min())
     assert "| demo | one config | 2 |" in replays.markdown(summary)
+    # beside it, the replayed table's own optimum scored on the other pass, and the header's
+    # points slow on the scoring pass that the table finds slow too
+    fractions = load_benchkit("inputs_truth").point_fractions
+    for row in rows.itertuples():
+        table, truth, _ = project.table_and_scoring(problem, cells, row.table)
+        best = fractions(truth, table.best_config())
+        assert np.isclose(row.table_optimum, np.exp(np.log(best).mean()))
+    assert (rows["below_0.67_on_table_too"] <= rows["below_0.67"]).all()
+    assert np.isclose(summary["table optimum"].iloc[0], rows["table_optimum"].mean())
 
 
 def test_the_summary_counts_the_runs_more_than_002_below_the_model_on_their_samples():
@@ -89,7 +98,7 @@ def test_the_summary_counts_the_runs_more_than_002_below_the_model_on_their_samp
     summary = replays.summarize(rows)
     assert summary["runs > 0.02 below"].tolist() == [1]  # only 0.90 against 0.93
     assert np.isclose(summary["lowest gap"].iloc[0], -0.03)
-    assert "| -0.0300 | 1 | 0 |" in replays.markdown(summary)
+    assert "| -0.0300 | 1 | 0 | 0 |" in replays.markdown(summary)
 
 
 def test_the_summary_counts_the_runs_slower_than_15x_where_the_model_is_not():
@@ -108,7 +117,18 @@ def test_the_summary_counts_the_runs_slower_than_15x_where_the_model_is_not():
     )
     summary = replays.summarize(rows)
     assert summary["runs slower than 1.5x where the model is not"].tolist() == [1]
-    assert replays.markdown(summary).rstrip().endswith("| 0 | 1 |")
+    # rows written before the table's columns: no count of them, no table optimum
+    assert replays.markdown(summary).rstrip().endswith("| 0 | 1 | 0 | nan |")
+    # the first run's slow point is slow on its table too: a choice, not the table's reading
+    summary = replays.summarize(
+        rows.assign(**{"below_0.67_on_table_too": [1.0, 1.0, 0.0, 0.0], "table_optimum": 0.9})
+    )
+    assert summary["of them, slower on the table too"].tolist() == [1]
+    assert replays.markdown(summary).rstrip().endswith("| 0 | 1 | 1 | 0.9000 |")
+    summary = replays.summarize(
+        rows.assign(**{"below_0.67_on_table_too": [0.0, 1.0, 0.0, 0.0], "table_optimum": 0.9})
+    )
+    assert summary["of them, slower on the table too"].tolist() == [0]
 
 
 def test_auto_ships_no_more_configurations_than_no_bound(tmp_path, monkeypatch):
