@@ -128,12 +128,12 @@ def run_case(
                     column=column,
                     settings=settings,
                 )
-            summary = summarize_fractions(point_fractions(truth, result.answers))
+            fractions = point_fractions(truth, result.answers)
+            summary = summarize_fractions(fractions)
             # the replayed table's own view: its optimum at every point (full knowledge of the
             # table, scored like the header), and the header's slow points that the table
             # finds slow too (a point slow on the scoring passes alone is the table's reading)
-            on_table = point_fractions(table, result.answers)
-            slow_too = (point_fractions(truth, result.answers) < LOW) & (on_table < LOW)
+            slow_too = (fractions < LOW) & (point_fractions(table, result.answers) < LOW)
             table_best = point_fractions(truth, table.best_config())
             own_runs = [
                 summarize_fractions(
