@@ -9,11 +9,14 @@ configurations) of the input points measured repeatedly (a categorical GPU input
 there. Each candidate gets an estimate in the objective's model space (``log`` of a positive
 objective): where it was measured, the measurement (its mean, and its standard error from the
 raw repeat times, at least ``NOISE_FLOOR``); elsewhere the mean and spread of a
-:class:`~mlkaps_gpu.surrogate.BootstrapEnsemble`. The decision is the candidate of lowest
-*pessimistic* estimate ``mean + kappa * uncertainty``: among measured configurations the best
-one, unless it is noisier than a slightly slower one; an unmeasured configuration replaces it
-only when the model is confident it is better, which guards against the optimizer's curse (the
-argmin of a model over thousands of configurations is where the model errs low). A
+:class:`~mlkaps_gpu.surrogate.BootstrapEnsemble`. The decision is taken in two stages
+(decision 0054). The *pessimistic* estimate ``mean + kappa * uncertainty`` first says which
+candidates may ship: among measured configurations the best one, unless it is noisier than a
+slightly slower one; an unmeasured configuration (a guess) replaces it only when the model is
+confident it is better, which guards against the optimizer's curse (the argmin of a model over
+thousands of configurations is where the model errs low). The guesses so admitted (every guess
+where nothing was measured at the point) are then ranked by their mean: the members' spread
+says whether a guess may replace a measurement, not which of two guesses is faster. A
 configuration that failed at a point's inputs (a run-time error, a timeout) and never succeeded
 there, or that never ran there and either failed wherever it ran with the point's categorical
 inputs (decision 0044) or is found more likely than not to fail there by a classifier of the
@@ -524,9 +527,32 @@ class EvidenceScore:
         return merged["_r"].to_numpy(dtype=np.float64)
 
     def pessimistic(self, table: pd.DataFrame) -> np.ndarray:
-        """Signed ``mean + kappa * uncertainty`` per row."""
-        mean, uncertainty, _, _ = self.estimate(table)
-        return mean + self.kappa * uncertainty
+        """Signed ``mean + kappa * uncertainty`` per row, except for an admitted guess: a
+        configuration never measured at its point whose pessimistic estimate beats the best
+        measured one there (every guess where nothing was measured) scores its mean (two
+        stages: the spread says whether a guess may replace the measurements, the mean which
+        admitted guess is faster)."""
+        mean, uncertainty, seen, out = self.estimate(table)
+        value = mean + self.kappa * uncertainty
+        admitted = ~seen & ~out & (value < self._best_measured(table))
+        return np.where(admitted, mean, value)
+
+    def _best_measured(self, table: pd.DataFrame) -> np.ndarray:
+        """Per row of ``table``: the lowest pessimistic estimate of a configuration measured
+        at its input point (inf where none was)."""
+        inputs = self.evidence.space.input_names
+        measured = self.evidence.table
+        if measured.empty:
+            return np.full(len(table), np.inf)
+        best = (
+            measured.assign(_p=measured["_f"] + self.kappa * measured["_se"])
+            .groupby(inputs, sort=False, dropna=False)["_p"]
+            .min()
+            .reset_index()
+        )
+        rows = table[inputs].reset_index(drop=True)
+        found = rows.merge(best, on=inputs, how="left")["_p"].to_numpy(dtype=np.float64)
+        return np.where(np.isnan(found), np.inf, found)
 
     def score(self, table: pd.DataFrame) -> np.ndarray:
         """The pessimistic estimate as a minimised objective value (the trees' score)."""
@@ -578,7 +604,7 @@ def decide(
     table = _candidates(grid, score.evidence, space)
     mean, uncertainty, _, ruled_out = score.estimate(table[space.names])
     table = table.assign(
-        _pessimistic=mean + score.kappa * uncertainty, _uncertainty=uncertainty, _mean=mean
+        _pessimistic=score.pessimistic(table[space.names]), _uncertainty=uncertainty, _mean=mean
     )
     table["_out"] = ruled_out
     usable = table[~table["_out"]]
@@ -611,7 +637,7 @@ def choice_losses(answers: pd.DataFrame, score: EvidenceScore, space: Space) -> 
     uncertainties, ``E[max(0, answer - rival)] = s (phi(d / s) - (d / s) Phi(-d / s))`` for
     normal errors (``max(0, -d)`` where ``s`` is 0; 0 where the point has no other candidate
     that is not ruled out). The candidates are those :func:`decide` weighs
-    (:func:`_candidates`), the rival the best of them by the same pessimistic estimate. The
+    (:func:`_candidates`), the rival the best of them by ``mean + kappa * uncertainty``. The
     loss is large where a rival is within the spread of the answer and the spread is wide: a
     measurement there is the likeliest to change what ships, and by the most."""
     from scipy.stats import norm

@@ -91,6 +91,44 @@ def test_a_confident_prediction_far_below_the_measurements_wins() -> None:
     assert np.isnan(decided["measured_time"].iloc[0])
 
 
+class SpreadModel(FixedModel):
+    """A FixedModel whose members' spread is given per x too."""
+
+    def __init__(self, mean: dict[int, float], sd: dict[int, float]) -> None:
+        super().__init__(mean, sd=0.0)
+        self.sd_by_x = sd
+
+    def predict_log(self, features: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        mean, _ = super().predict_log(features)
+        x = features[:, -1].astype(int)
+        return mean, np.array([self.sd_by_x[int(v)] for v in x])
+
+
+def test_among_admissible_guesses_the_mean_decides_not_the_spread() -> None:
+    """Two stages: the pessimistic estimate says which guesses may replace the point's
+    measurements (every guess where nothing was measured); among those, the lower mean wins,
+    whatever the members' spread."""
+    sp = space()
+    mean = {x: np.log(2.0) for x in range(1, 11)} | {4: np.log(0.9), 6: 0.0}
+    spread = {x: 0.05 for x in range(1, 11)} | {4: 0.4}
+    model = SpreadModel(mean, spread)
+    # nothing measured at gpu "a": x = 4 has the lower mean (0.9 against 1.0) and the wider
+    # spread, so the pessimistic estimate alone ships x = 6
+    assert 0.0 + DECIDE_KAPPA * 0.05 < np.log(0.9) + DECIDE_KAPPA * 0.4
+    evidence = Evidence(samples([("b", 1, 3.0)]), sp, "time")
+    decided = decide(grid_row("a", 6, 1.0), EvidenceScore(evidence, model, sp), sp, "time")
+    assert decided["x"].iloc[0] == 4
+    assert decided["source"].iloc[0] == "surrogate"
+    # a measurement that both guesses' pessimistic estimates fail to beat stays
+    evidence = Evidence(samples([("a", 3, 0.95)]), sp, "time")
+    decided = decide(grid_row("a", 6, 1.0), EvidenceScore(evidence, model, sp), sp, "time")
+    assert decided["x"].iloc[0] == 3
+    # one that only x = 6 beats by its pessimistic estimate: x = 6, not the lower mean of x = 4
+    evidence = Evidence(samples([("a", 3, 1.05)]), sp, "time")
+    decided = decide(grid_row("a", 6, 1.0), EvidenceScore(evidence, model, sp), sp, "time")
+    assert decided["x"].iloc[0] == 6
+
+
 def test_predicted_column_is_the_prediction_of_the_shipped_configuration() -> None:
     sp = space()
     evidence = Evidence(samples([("a", 3, 1.0)]), sp, "time")
