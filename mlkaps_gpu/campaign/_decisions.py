@@ -555,7 +555,8 @@ class EvidenceScore:
         return np.where(np.isnan(found), np.inf, found)
 
     def score(self, table: pd.DataFrame) -> np.ndarray:
-        """The pessimistic estimate as a minimised objective value (the trees' score)."""
+        """:meth:`pessimistic` (an admitted guess at its mean) as a minimised objective value
+        (the trees' score)."""
         return self.evidence.sign * self.evidence.to_objective(self.pessimistic(table))
 
     def predicted(self, table: pd.DataFrame) -> np.ndarray:
