@@ -271,6 +271,7 @@ class EvidenceScore:
         self.model_error = float(model_error) if np.isfinite(model_error) else 0.0
         self._last: tuple[bytes, tuple[np.ndarray, ...]] | None = None
         self._slowest: pd.DataFrame | None = None  # per input point: _slowest_listed
+        self._best: pd.DataFrame | None = None  # per input point: _best_measured
         # every row estimated so far (its space columns) and its (mean, sd, seen, out)
         self._rows: dict[int, int] = {}
         self._values: tuple[np.ndarray, ...] = ()
@@ -532,26 +533,38 @@ class EvidenceScore:
         measured one there (every guess where nothing was measured) scores its mean (two
         stages: the spread says whether a guess may replace the measurements, the mean which
         admitted guess is faster)."""
-        mean, uncertainty, seen, out = self.estimate(table)
+        return self._two_stage(table, *self.estimate(table))
+
+    def _two_stage(
+        self,
+        table: pd.DataFrame,
+        mean: np.ndarray,
+        uncertainty: np.ndarray,
+        seen: np.ndarray,
+        out: np.ndarray,
+    ) -> np.ndarray:
+        """:meth:`pessimistic` from ``table``'s estimates (:meth:`estimate`), for a caller
+        that has them already."""
         value = mean + self.kappa * uncertainty
         admitted = ~seen & ~out & (value < self._best_measured(table))
         return np.where(admitted, mean, value)
 
     def _best_measured(self, table: pd.DataFrame) -> np.ndarray:
         """Per row of ``table``: the lowest pessimistic estimate of a configuration measured
-        at its input point (inf where none was)."""
+        at its input point (inf where none was); the per-point minimum computed once."""
         inputs = self.evidence.space.input_names
         measured = self.evidence.table
         if measured.empty:
             return np.full(len(table), np.inf)
-        best = (
-            measured.assign(_p=measured["_f"] + self.kappa * measured["_se"])
-            .groupby(inputs, sort=False, dropna=False)["_p"]
-            .min()
-            .reset_index()
-        )
+        if self._best is None:
+            self._best = (
+                measured.assign(_p=measured["_f"] + self.kappa * measured["_se"])
+                .groupby(inputs, sort=False, dropna=False)["_p"]
+                .min()
+                .reset_index()
+            )
         rows = table[inputs].reset_index(drop=True)
-        found = rows.merge(best, on=inputs, how="left")["_p"].to_numpy(dtype=np.float64)
+        found = rows.merge(self._best, on=inputs, how="left")["_p"].to_numpy(dtype=np.float64)
         return np.where(np.isnan(found), np.inf, found)
 
     def score(self, table: pd.DataFrame) -> np.ndarray:
@@ -603,10 +616,9 @@ def decide(
     """
     grid = optima.reset_index(drop=True)
     table = _candidates(grid, score.evidence, space)
-    mean, uncertainty, _, ruled_out = score.estimate(table[space.names])
-    table = table.assign(
-        _pessimistic=score.pessimistic(table[space.names]), _uncertainty=uncertainty, _mean=mean
-    )
+    mean, uncertainty, seen, ruled_out = score.estimate(table[space.names])
+    two_stage = score._two_stage(table, mean, uncertainty, seen, ruled_out)
+    table = table.assign(_pessimistic=two_stage, _uncertainty=uncertainty, _mean=mean)
     table["_out"] = ruled_out
     usable = table[~table["_out"]]
     best_known = usable.groupby("_point")["_mean"].min().reindex(np.arange(len(grid)))
