@@ -33,10 +33,12 @@ cell scored on too few passes is scored slow where the kernel is not;
 ``results/epyc_5pass/README.md``) over all cells in shuffled order, a cell's value in a pass
 the median of the runs. It is cached
 in ``results/bench_inputs_truth_<case>.csv`` with its provenance (``--remeasure-truth`` redoes
-it); the optimum of each pass scored on each other is printed as the noise floor. Every row is
-scored on the minimum over the passes after the first (interference only adds time), and the
-budgeted peers draw their cells from the first pass (decision 0034): no row is scored on the
-values it chose by. With one pass (``--quick``) both are that pass.
+it; a cached truth whose ``machine:`` line, CPU family, model, stepping and cache included, is
+not this machine's is refused unless ``--truth-from-other-machine``: the campaigns measure the
+kernel here); the optimum of each pass scored on each other is printed as the noise floor.
+Every row is scored on the minimum over the passes after the first (interference only adds
+time), and the budgeted peers draw their cells from the first pass (decision 0034): no row is
+scored on the values it chose by. With one pass (``--quick``) both are that pass.
 
 Tools, same budget B in one run (measured cases: the campaign's budget; replay: share x
 cells):
@@ -106,7 +108,7 @@ from benchkit.inputs_truth import (
     read_autoheuristic,
     summarize_fractions,
 )
-from benchkit.provenance import header, provenance
+from benchkit.provenance import header, machine, provenance
 from benchkit.pytorch_trees import LearnedTree, TreeFileError, read_learned_tree, tree_answers
 
 HERE = Path(__file__).resolve().parent
@@ -438,12 +440,48 @@ def truth_path(case: str, quick: bool, results: Path = RESULTS) -> Path:
     return results / f"bench_inputs_{'quick_' if quick else ''}truth_{case}.csv"
 
 
+class TruthMachineError(Exception):
+    """A cached truth measured on another machine than the one the campaigns measure on."""
+
+
+def truth_machine(path: Path) -> str | None:
+    """The ``machine:`` line of a cached truth's provenance (None where it has none)."""
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            if not line.startswith("#"):
+                return None
+            key, _, value = line.lstrip("# ").partition(":")
+            if key.strip() == "machine":
+                return value.strip()
+    return None
+
+
 def load_or_measure_truth(
-    problem: Any, path: Path, passes: int, remeasure: bool, argv: Sequence[str] | None
+    problem: Any,
+    path: Path,
+    passes: int,
+    remeasure: bool,
+    argv: Sequence[str] | None,
+    other_machine: bool = False,
 ) -> pd.DataFrame:
-    """The cached cells of a measured case, or a new measurement written there first."""
+    """The cached cells of a measured case, or a new measurement written there first.
+
+    Raises:
+        TruthMachineError: the cached truth was measured on another machine than this one (its
+            ``machine:`` line): the project's campaigns measure the kernel here, live, and would
+            be scored against another machine's times.
+    """
     if path.is_file() and not remeasure:
         log(f"{problem.name}: truth from {path}")
+        measured_on = truth_machine(path)
+        here = machine()
+        if measured_on is not None and measured_on != here and not other_machine:
+            raise TruthMachineError(
+                f"{path}: the truth was measured on '{measured_on}', this machine is '{here}': "
+                "the project's campaigns measure the kernel here and would be scored against "
+                "another machine's times; measure the truth here (--remeasure-truth), or "
+                "score anyway (--truth-from-other-machine)"
+            )
         return pd.read_csv(path, comment="#")
     from benchkit import inputs_project as project
 
@@ -766,6 +804,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--quick", action="store_true", help="tiny settings for a smoke run")
     parser.add_argument("--remeasure-truth", action="store_true")
+    parser.add_argument(
+        "--truth-from-other-machine",
+        action="store_true",
+        help="score live campaigns against a cached truth measured on another machine (by "
+        "default refused: its provenance's machine line must be this machine's)",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS, help="results folder")
     parser.add_argument("--tag", default="", help="appended to the results files' names")
     parser.add_argument(
@@ -890,6 +934,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 rows, curves, truth, notes = job()
             except TreeFileError as error:  # a feature of a shipped tree the data lacks
                 parser.error(f"--pytorch-tree: {error}")
+            except TruthMachineError as error:
+                parser.error(str(error))
             stem = f"bench_inputs_{'quick_' if args.quick else ''}{case}{args.tag}"
             write_results(
                 case,
@@ -928,7 +974,12 @@ def measured_job(
     for assignment in args.set:  # every campaign of the project (live and truth replay)
         apply_override(problem.config, assignment)
     cells = load_or_measure_truth(
-        problem, truth_path(case, args.quick, args.out), passes, args.remeasure_truth, argv
+        problem,
+        truth_path(case, args.quick, args.out),
+        passes,
+        args.remeasure_truth,
+        argv,
+        other_machine=args.truth_from_other_machine,
     )
     names = args.samplers or ("default" if args.quick else ",".join(["default", *EXTRA_SAMPLERS]))
     samplers: list[str | None] = [

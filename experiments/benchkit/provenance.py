@@ -42,15 +42,22 @@ def commit() -> str:
 
 
 def cpu_model() -> str:
-    """The CPU's model name."""
+    """The CPU's model name, with its family, model, stepping and cache size where
+    ``/proc/cpuinfo`` gives them (a virtual machine may name two CPU generations alike, ``AMD
+    EPYC``, whose caches move which configuration of a kernel is fastest)."""
+    from mlkaps_gpu.campaign import cpu_id
+
+    name = platform.processor() or platform.machine()
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as handle:
             for line in handle:
                 if line.lower().startswith("model name"):
-                    return line.split(":", 1)[1].strip()
+                    name = line.split(":", 1)[1].strip()
+                    break
     except OSError:
         pass
-    return platform.processor() or platform.machine()
+    detail = cpu_id()
+    return f"{name} ({detail})" if detail else name
 
 
 def gpu() -> str:
@@ -78,6 +85,11 @@ def load_average() -> str:
         return "unknown"
 
 
+def machine() -> str:
+    """This machine as the ``machine:`` line names it: cores, CPU model, GPUs."""
+    return f"{os.cpu_count()} cores, {cpu_model()}, GPU: {gpu()}"
+
+
 def provenance(argv: list[str] | None = None) -> list[str]:
     """``key: value`` lines: command, commit, date, machine, load average (1, 5, 15 min)."""
     argv = sys.argv if argv is None else argv
@@ -86,7 +98,7 @@ def provenance(argv: list[str] | None = None) -> list[str]:
         f"command: python {shlex.join([script, *argv[1:]])}",
         f"commit: {commit()}",
         f"date: {date()}",
-        f"machine: {os.cpu_count()} cores, {cpu_model()}, GPU: {gpu()}",
+        f"machine: {machine()}",
         f"load average at start: {load_average()}",
     ]
 

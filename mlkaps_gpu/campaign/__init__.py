@@ -34,6 +34,7 @@ _PUBLIC = {
     "parse_config": ("_config", "parse_config"),
     "EnvironmentMismatchWarning": ("_environment", "EnvironmentMismatchWarning"),
     "summary_line": ("_environment", "summary_line"),
+    "cpu_id": ("_environment", "cpu_id"),
     "ReadOnlyCampaign": ("_readonly", "ReadOnlyCampaign"),
     "Setup": ("_setup", "Setup"),
     "prepare": ("_setup", "prepare"),
@@ -66,6 +67,7 @@ __all__ = [
     "Setup",
     "atomic_write",
     "campaign_interference",
+    "cpu_id",
     "load_config",
     "parse_config",
     "prepare",
@@ -76,7 +78,11 @@ if TYPE_CHECKING:
     from mlkaps_gpu.campaign._campaign import Campaign
     from mlkaps_gpu.campaign._config import CampaignConfig, ConfigError, load_config, parse_config
     from mlkaps_gpu.campaign._directory import atomic_write
-    from mlkaps_gpu.campaign._environment import EnvironmentMismatchWarning, summary_line
+    from mlkaps_gpu.campaign._environment import (
+        EnvironmentMismatchWarning,
+        cpu_id,
+        summary_line,
+    )
     from mlkaps_gpu.campaign._errors import CampaignError
     from mlkaps_gpu.campaign._load import DISTURBED_CORES, campaign_interference
     from mlkaps_gpu.campaign._manifest import STAGES

@@ -16,7 +16,16 @@ import subprocess
 from typing import Any
 
 #: Fields that identify an architecture: a difference in any of them triggers the warning.
-IDENTITY_FIELDS = ("cpu_model", "cpu_cores", "machine", "gpu_name", "gpu_compute_capability")
+IDENTITY_FIELDS = (
+    "cpu_model",
+    "cpu_id",
+    "cpu_cores",
+    "machine",
+    "gpu_name",
+    "gpu_compute_capability",
+)
+#: Identity fields that campaigns recorded before them lack: compared only where recorded.
+LATER_IDENTITY_FIELDS = ("cpu_id",)
 _PACKAGES = (
     "mlkaps_gpu",
     "numpy",
@@ -45,6 +54,35 @@ def _cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine()
+
+
+def cpu_id() -> str | None:
+    """The CPU's family, model, stepping and cache size (``/proc/cpuinfo``; None elsewhere):
+    a virtual machine may give two generations one model name (``AMD EPYC``), and their caches
+    move which configuration of a kernel is fastest (a tuned LU's best block size 16 on one,
+    8 on the other, both named so)."""
+    fields: dict[str, str] = {}
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            for line in handle:
+                key, _, value = line.partition(":")
+                key = key.strip().lower()
+                if not key:
+                    break  # the first processor's block
+                fields.setdefault(key, value.strip())
+    except OSError:
+        return None
+    parts = [
+        f"{label} {fields[key]}"
+        for key, label in (
+            ("cpu family", "family"),
+            ("model", "model"),
+            ("stepping", "stepping"),
+            ("cache size", "cache"),
+        )
+        if fields.get(key)
+    ]
+    return ", ".join(parts) or None
 
 
 def _output_lines(command: list[str], *, stderr: bool = True) -> list[str]:
@@ -116,6 +154,7 @@ def capture_environment() -> dict[str, Any]:
     """A JSON-able description of this machine and its software."""
     environment: dict[str, Any] = {
         "cpu_model": _cpu_model(),
+        "cpu_id": cpu_id(),
         "cpu_cores": os.cpu_count(),
         "machine": platform.machine(),
         "system": f"{platform.system()} {platform.release()}",
@@ -132,6 +171,8 @@ def environment_differences(recorded: dict[str, Any], current: dict[str, Any]) -
     """Identity fields that differ, as ``"field: recorded -> current"`` lines."""
     differences = []
     for field in IDENTITY_FIELDS:
+        if field in LATER_IDENTITY_FIELDS and field not in recorded:
+            continue  # recorded before the field existed
         if recorded.get(field) != current.get(field):
             differences.append(f"{field}: {recorded.get(field)!r} -> {current.get(field)!r}")
     return differences

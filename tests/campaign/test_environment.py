@@ -31,6 +31,18 @@ def test_differences_name_the_field() -> None:
     assert environment_differences(recorded, current) == ["gpu_name: 'H100' -> 'A100'"]
 
 
+def test_two_generations_of_one_cpu_name_differ_and_older_records_do_not_warn() -> None:
+    """``AMD EPYC`` names several generations: the family, model, stepping and cache tell
+    them apart; an environment recorded before ``cpu_id`` existed is not compared on it."""
+    recorded = {"cpu_model": "AMD EPYC", "cpu_id": "family 23, model 49, cache 512 KB"}
+    current = dict(recorded, cpu_id="family 25, model 17, cache 1024 KB")
+    assert environment_differences(recorded, current) == [
+        "cpu_id: 'family 23, model 49, cache 512 KB' -> 'family 25, model 17, cache 1024 KB'"
+    ]
+    older = {"cpu_model": "AMD EPYC"}
+    assert environment_differences(older, current) == []
+
+
 def test_campaign_records_environment_and_warns_on_mismatch(
     kernel_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

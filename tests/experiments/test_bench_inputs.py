@@ -600,13 +600,14 @@ def test_set_reaches_every_campaign_of_a_measured_case(tmp_path, monkeypatch):
         seen["config"] = problem.config
         return [], {}, None, []
 
-    monkeypatch.setattr(bench, "load_or_measure_truth", lambda *args: pd.DataFrame())
+    monkeypatch.setattr(bench, "load_or_measure_truth", lambda *args, **kwargs: pd.DataFrame())
     monkeypatch.setattr(bench, "bench_measured", measured)
     args = argparse.Namespace(
         quick=False,
         budget=None,
         out=tmp_path,
         remeasure_truth=False,
+        truth_from_other_machine=False,
         samplers="default",
         skip_project=False,
         live_peers=False,
@@ -639,3 +640,20 @@ def test_set_reaches_the_replay_campaigns_and_a_bad_one_exits_2(tmp_path, monkey
     with pytest.raises(SystemExit) as stopped:
         bench.main(["--data", str(data), "--set", "confirm"])
     assert stopped.value.code == 2
+
+
+def test_a_cached_truth_of_another_machine_is_refused_for_live_campaigns(tmp_path) -> None:
+    """The campaigns measure the kernel on this machine: scored against a truth measured on
+    another CPU, they would be judged on another machine's times (which configuration is
+    fastest moves with the caches)."""
+    problem = argparse.Namespace(name="demo")
+    cells = pd.DataFrame({"n": [32], "block": [8], "order": ["ijk"], "time": [1e-4]})
+    path = tmp_path / "bench_inputs_truth_demo.csv"
+    path.write_text("# machine: 99 cores, Another CPU, GPU: none\n" + cells.to_csv(index=False))
+    with pytest.raises(bench.TruthMachineError, match="Another CPU.*--remeasure-truth"):
+        bench.load_or_measure_truth(problem, path, 5, False, None)
+    allowed = bench.load_or_measure_truth(problem, path, 5, False, None, other_machine=True)
+    pd.testing.assert_frame_equal(allowed, cells)
+    here = tmp_path / "here.csv"
+    here.write_text(f"# machine: {bench.machine()}\n" + cells.to_csv(index=False))
+    pd.testing.assert_frame_equal(bench.load_or_measure_truth(problem, here, 5, False, None), cells)
