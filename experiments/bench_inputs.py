@@ -108,7 +108,7 @@ from benchkit.inputs_truth import (
     read_autoheuristic,
     summarize_fractions,
 )
-from benchkit.provenance import header, machine, provenance
+from benchkit.provenance import header, machine, provenance, recorded
 from benchkit.pytorch_trees import LearnedTree, TreeFileError, read_learned_tree, tree_answers
 
 HERE = Path(__file__).resolve().parent
@@ -444,18 +444,6 @@ class TruthMachineError(Exception):
     """A cached truth measured on another machine than the one the campaigns measure on."""
 
 
-def truth_machine(path: Path) -> str | None:
-    """The ``machine:`` line of a cached truth's provenance (None where it has none)."""
-    with open(path, encoding="utf-8") as handle:
-        for line in handle:
-            if not line.startswith("#"):
-                return None
-            key, _, value = line.lstrip("# ").partition(":")
-            if key.strip() == "machine":
-                return value.strip()
-    return None
-
-
 def load_or_measure_truth(
     problem: Any,
     path: Path,
@@ -473,7 +461,7 @@ def load_or_measure_truth(
     """
     if path.is_file() and not remeasure:
         log(f"{problem.name}: truth from {path}")
-        measured_on = truth_machine(path)
+        measured_on = recorded(path, "machine")
         here = machine()
         if measured_on is not None and measured_on != here and not other_machine:
             raise TruthMachineError(

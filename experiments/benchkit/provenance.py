@@ -119,6 +119,19 @@ def header(lines: list[str], *, markdown: bool = False) -> str:
     )
 
 
+def recorded(path: str | Path, key: str) -> str | None:
+    """The value of one :func:`provenance` line (``machine``, ``commit``...) at the top of a
+    file :func:`header` wrote as ``# `` comments (None where it has none)."""
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            if not line.startswith("#"):
+                return None
+            name, _, value = line.lstrip("# ").partition(":")
+            if name.strip() == key:
+                return value.strip()
+    return None
+
+
 def date() -> str:
     """Now, in UTC, to the minute."""
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")

@@ -45,14 +45,26 @@ class EnvironmentMismatchWarning(UserWarning):
     """The current machine differs from the one a campaign measured on."""
 
 
-def _cpu_model() -> str:
+def _cpuinfo() -> dict[str, str]:
+    """``/proc/cpuinfo``'s fields, lower-case keys, the first value of each (the first
+    processor's); empty where it cannot be read."""
+    fields: dict[str, str] = {}
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as handle:
             for line in handle:
-                if line.lower().startswith(("model name", "hardware", "cpu model")):
-                    return line.split(":", 1)[1].strip()
+                key, separator, value = line.partition(":")
+                if separator:
+                    fields.setdefault(key.strip().lower(), value.strip())
     except OSError:
         pass
+    return fields
+
+
+def _cpu_model() -> str:
+    fields = _cpuinfo()
+    for key in ("model name", "hardware", "cpu model"):
+        if fields.get(key):
+            return fields[key]
     return platform.processor() or platform.machine()
 
 
@@ -61,17 +73,7 @@ def cpu_id() -> str | None:
     a virtual machine may give two generations one model name (``AMD EPYC``), and their caches
     move which configuration of a kernel is fastest (a tuned LU's best block size 16 on one,
     8 on the other, both named so)."""
-    fields: dict[str, str] = {}
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as handle:
-            for line in handle:
-                key, _, value = line.partition(":")
-                key = key.strip().lower()
-                if not key:
-                    break  # the first processor's block
-                fields.setdefault(key, value.strip())
-    except OSError:
-        return None
+    fields = _cpuinfo()
     parts = [
         f"{label} {fields[key]}"
         for key, label in (
