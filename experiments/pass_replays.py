@@ -39,7 +39,10 @@ sampling and measuring again as a live campaign does, in seconds; with ``--peers
 draw from each table with one such noise per cell, as the ``(measured live)`` peers do. The
 table already holds one pass's noise, so this doubles it at the table's points: a
 pessimistic bound; ``--emulate none`` adds none (a cell measured again reads the same
-value), the optimistic one.
+value), the optimistic one. ``--drift SD,RHO`` adds slow moments of the machine that last
+over successive measurements (an AR(1) series in the log time, its positive part; see the
+kernel's docstring); the peers, which measure their cells as one pass in shuffled order,
+meet it as one independent draw of its marginal per cell.
 
 Prints a table (per case and label: mean ± sd of the runs' geomeans, the lowest run, the
 worst point, the points below 0.67, and the header's difference to the model on its own
@@ -92,6 +95,7 @@ def run_case(
     with_peers: bool = False,
     tables: Sequence[Path] = (),
     emulate: str | None = None,
+    drift: tuple[float, float] = (0.0, 0.0),
 ) -> pd.DataFrame:
     """One row per (table, seed): the header's scores at every point of the case's truth.
     The tables are the truth's passes, or ``tables`` (scored on every pass); with
@@ -114,10 +118,10 @@ def run_case(
                     else project.pass_table(problem, source, column, workdir / name, column)
                 )
                 result = project.run_emulated(
-                    problem, path, noise, truth, seed, workdir / name, settings
+                    problem, path, noise, truth, seed, workdir / name, settings, drift
                 )
                 # the peers measure the cells they draw once, with the same noise
-                drawn_from = noisy_table(table, noise, seed)
+                drawn_from = noisy_table(table, noise, seed, drift[0])
             else:
                 result = project.run_truth_replay(
                     problem,
@@ -212,12 +216,31 @@ def replayed_tables(
     return out
 
 
-def noisy_table(table: Truth, noise: np.ndarray, seed: int) -> Truth:
+def noisy_table(table: Truth, noise: np.ndarray, seed: int, drift_sd: float = 0.0) -> Truth:
     """``table`` with every cell's time multiplied by ``exp(e)``, ``e`` drawn from ``noise``
-    (seeded by ``seed``): the cells as one live measurement of each reads them."""
+    (seeded by ``seed``): the cells as one live measurement of each reads them; with
+    ``drift_sd``, each cell also slowed by ``exp(max(0, N(0, drift_sd)))``, drawn
+    independently (a pass in shuffled order meets the drift's marginal)."""
     rng = np.random.default_rng([seed, 29])
     drawn = rng.choice(noise, size=table.times.shape)
+    if drift_sd > 0:
+        slow = np.random.default_rng([seed, 31]).normal(0.0, drift_sd, table.times.shape)
+        drawn = drawn + np.maximum(0.0, slow)
     return replace(table, times=table.times * np.exp(drawn))
+
+
+def parse_drift(text: str) -> tuple[float, float]:
+    """``SD,RHO`` of ``--drift``: SD >= 0, 0 <= RHO < 1."""
+    parts = text.split(",")
+    try:
+        sd, rho = (float(part) for part in parts)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--drift {text!r}: give SD,RHO, two numbers (e.g. 0.3,0.8)"
+        ) from None
+    if not (sd >= 0 and 0 <= rho < 1):
+        raise argparse.ArgumentTypeError(f"--drift {text!r}: SD must be >= 0 and RHO in [0, 1)")
+    return sd, rho
 
 
 def summarize(rows: pd.DataFrame) -> pd.DataFrame:
@@ -331,6 +354,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         "campaign does; the peers draw from the tables with that noise (``--emulate none``: "
         "no noise, a cell reads its table value every time)",
     )
+    parser.add_argument(
+        "--drift",
+        type=parse_drift,
+        default=(0.0, 0.0),
+        metavar="SD,RHO",
+        help="with --emulate: slow moments that last over successive measurements, an AR(1) "
+        "series in the log time (standard deviation SD, correlation RHO from one measurement "
+        "to the next), its positive part added to every measurement (default: none)",
+    )
     parser.add_argument("--workdir", type=Path, help="campaign folders (default: a temporary one)")
     parser.add_argument("--out", type=Path, help="write OUT.csv and OUT.md")
     parser.add_argument(
@@ -344,6 +376,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--truth needs exactly one --case")
     if args.tables and len(args.case) != 1:
         parser.error("--tables needs exactly one --case")
+    if args.drift[0] > 0 and args.emulate is None:
+        parser.error("--drift needs --emulate (a replay reads its table's values)")
     label = args.label or (" ".join(args.set) if args.set else "defaults")
     seeds = parse_seeds(args.seeds)
     lines = provenance(list(argv) if argv is not None else None)
@@ -360,6 +394,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 args.peers,
                 args.tables,
                 args.emulate,
+                args.drift,
             )
             for case in args.case
         ]

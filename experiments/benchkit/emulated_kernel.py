@@ -10,9 +10,16 @@ between two passes of a truth): a measurement's noise, fresh at each call (a cel
 again reads differently), the same for the same call in the same run (seeded by the run's
 seed, the cell and how many times this process measured it).
 
+With ``drift = [sd, rho]`` in the specification (default ``[0, 0]``: none), each call is also
+slowed by the positive part of an AR(1) series in the log time, stepped once per call of this
+process: ``d = rho d + sqrt(1 - rho^2) sd z``, ``z`` standard normal, the time multiplied by
+``exp(max(0, d))``. Slow moments of a shared machine come so: they add time, never take it,
+and last over several measurements in a row (what ``pass_replays.py --drift`` emulates).
+
 Loaded by the project's Python executor as ``emulated_kernel.py:time``, copied beside its
 specification ``emulated_kernel.json`` (``table``, ``inputs``, ``design``, ``noise``: a
-``.npy`` file of log-time noise values, ``seed``); it needs NumPy and pandas only.
+``.npy`` file of log-time noise values, ``seed``, optional ``drift``); it needs NumPy and
+pandas only.
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ _INPUTS: list[str] = list(_SPEC["inputs"])
 _DESIGN: list[str] = list(_SPEC["design"])
 _NOISE = np.load(_SPEC["noise"])
 _SEED = int(_SPEC["seed"])
+_DRIFT_SD, _DRIFT_RHO = (float(v) for v in _SPEC.get("drift", (0.0, 0.0)))
 
 
 def _cubes(table: pd.DataFrame) -> tuple[list[np.ndarray], dict[tuple[str, ...], np.ndarray]]:
@@ -51,6 +59,19 @@ def _cubes(table: pd.DataFrame) -> tuple[list[np.ndarray], dict[tuple[str, ...],
 
 _AXES, _CUBES = _cubes(pd.read_csv(_SPEC["table"], comment="#"))
 _CALLS: dict[str, int] = {}
+_DRIFT = {"step": 0, "level": 0.0}
+
+
+def _drift() -> float:
+    """This call's slowdown in the log time (module docstring); 0 without drift."""
+    if _DRIFT_SD <= 0:
+        return 0.0
+    step = int(_DRIFT["step"])
+    _DRIFT["step"] = step + 1
+    z = float(np.random.default_rng([_SEED, 7919, step]).standard_normal())
+    level = _DRIFT_RHO * _DRIFT["level"] + np.sqrt(1.0 - _DRIFT_RHO**2) * _DRIFT_SD * z
+    _DRIFT["level"] = level
+    return max(0.0, level)
 
 
 def _interpolated(cube: np.ndarray, row: dict[str, Any]) -> float:
@@ -85,4 +106,4 @@ def time(row: dict[str, Any]) -> float:
     _CALLS[cell] = count + 1
     digest = hashlib.sha256(f"{_SEED}|{cell}|{count}".encode()).hexdigest()
     noise = float(_NOISE[int(digest[:12], 16) % len(_NOISE)]) if len(_NOISE) else 0.0
-    return float(np.exp(_interpolated(_CUBES[key], row) + noise))
+    return float(np.exp(_interpolated(_CUBES[key], row) + noise + _drift()))

@@ -520,11 +520,13 @@ def run_emulated(
     seed: int,
     workdir: Path,
     settings: Sequence[str] = (),
+    drift: tuple[float, float] = (0.0, 0.0),
 ) -> CampaignResult:
     """The problem's campaign (its inputs' whole range, its grid; the project's defaults with
     ``settings``) on a kernel emulated from ``table`` (``benchkit/emulated_kernel.py``: the
     table's times interpolated between its points, with ``noise`` drawn afresh at each
-    measurement); its compiled header's answer at every point of ``truth``."""
+    measurement, and ``drift = (sd, rho)``: slow moments lasting over successive
+    measurements); its compiled header's answer at every point of ``truth``."""
     import json
     import shutil
 
@@ -539,6 +541,7 @@ def run_emulated(
         "design": _design_names(problem),
         "noise": str((directory / "noise.npy").resolve()),
         "seed": int(seed),
+        "drift": [float(drift[0]), float(drift[1])],
     }
     kernel.with_suffix(".json").write_text(json.dumps(spec))
     data = campaign_config(problem, seed, None)

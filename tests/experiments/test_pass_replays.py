@@ -289,3 +289,80 @@ def test_emulate_none_reads_the_table_without_noise(tmp_path, monkeypatch):
     merged = at_points.merge(live, on=["n", "block", "order"], suffixes=("", "_table"))
     assert len(merged) == len(at_points) > 0
     assert np.allclose(merged["time"], merged["time_table"], rtol=1e-12)
+
+
+def test_drift_slows_runs_of_successive_measurements_and_never_speeds_one(tmp_path, monkeypatch):
+    """``--drift SD,RHO``: on an emulated kernel without noise every measurement reads its
+    table time or slower, never faster, and some slower; the slow ones come in runs
+    (successive measurements' slowdowns correlate, about half of them are none); the peers'
+    cells are slowed independently, never sped up."""
+    problem, cells, truth_csv = demo_case(tmp_path, monkeypatch)
+    live = cells[["n", "block", "order"]].assign(time=cells["time_pass0"])
+    path = tmp_path / "live0_table.csv"
+    live.to_csv(path, index=False)
+    replays.run_case(
+        "demo",
+        [3],
+        [],
+        "em",
+        tmp_path / "work",
+        truth_csv,
+        tables=[path],
+        emulate="none",
+        drift=(0.3, 0.8),
+    )
+    directory = tmp_path / "work" / "live0_table" / problem.name / "live0_table_emulated_s3"
+    import json
+
+    import mlkaps_gpu
+
+    assert json.loads((directory / "emulated_kernel.json").read_text())["drift"] == [0.3, 0.8]
+    store = mlkaps_gpu.Campaign.open(directory / "campaign").store.load()
+    ok = store[store["status"] == "ok"]
+    grid = np.log([32, 64, 128, 256])
+    slowdown = []
+    for row in ok.itertuples():  # the measurement against the table's interpolated time
+        at = live[(live["block"] == row.block) & (live["order"] == row.order)].set_index("n")
+        known = [n for n in (32, 64, 128, 256) if n in at.index]
+        expected = np.interp(
+            np.log(row.n),
+            grid[[n in at.index for n in (32, 64, 128, 256)]],
+            np.log(at.loc[known, "time"].to_numpy()),
+        )
+        slowdown.append(np.log(row.time) - expected)
+    assert len(slowdown) == 40
+    assert min(slowdown) >= -1e-9 and max(slowdown) > 0.01
+    # the kernel itself, called 2,000 times at one cell of its table
+    import importlib.util
+    import shutil
+
+    shutil.copy(directory / "emulated_kernel.py", tmp_path / "drifting.py")
+    shutil.copy(directory / "emulated_kernel.json", tmp_path / "drifting.json")
+    loader = importlib.util.spec_from_file_location("drifting", tmp_path / "drifting.py")
+    assert loader is not None and loader.loader is not None
+    kernel = importlib.util.module_from_spec(loader)
+    loader.loader.exec_module(kernel)
+    row = live.iloc[0].to_dict()
+    steps = np.log([kernel.time(row) / row["time"] for _ in range(2000)])
+    assert steps.min() >= -1e-12
+    assert 0.35 < np.mean(steps < 1e-12) < 0.65
+    assert np.corrcoef(steps[:-1], steps[1:])[0, 1] > 0.5
+    table, _, _ = project.table_and_scoring(problem, cells, "time_pass0")
+    slowed = replays.noisy_table(table, np.zeros(1), 3, drift_sd=0.3)
+    listed = np.isfinite(table.times)
+    ratio = slowed.times[listed] / table.times[listed]
+    assert (ratio >= 1.0).all() and (ratio > 1.01).any()
+    assert replays.noisy_table(table, np.zeros(1), 3).times[listed].tolist() == (
+        table.times[listed].tolist()
+    )
+
+
+def test_drift_is_checked_and_needs_emulate(capsys):
+    assert replays.parse_drift("0.3,0.8") == (0.3, 0.8)
+    for bad in ("0.3", "a,b", "-1,0.5", "0.3,1"):
+        with pytest.raises(replays.argparse.ArgumentTypeError, match="--drift"):
+            replays.parse_drift(bad)
+    with pytest.raises(SystemExit) as exited:
+        replays.main(["--case", "demo", "--drift", "0.3,0.8"])
+    assert exited.value.code == 2
+    assert "--drift needs --emulate" in capsys.readouterr().err
