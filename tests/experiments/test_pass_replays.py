@@ -197,6 +197,15 @@ def test_tables_of_another_session_are_replayed_and_scored_on_every_pass(tmp_pat
         replays.run_case("demo", [1], [], "x", tmp_path / "w3", truth_csv, tables=[other])
 
 
+def interpolated_log_time(table: pd.DataFrame, row: object) -> float:
+    """The log time the small demo's ``table`` (points 32 - 256) gives ``row``'s configuration
+    at its ``n``: linear in log n between the points where the configuration is listed."""
+    points = (32, 64, 128, 256)
+    at = table[(table["block"] == row.block) & (table["order"] == row.order)].set_index("n")
+    known = [n for n in points if n in at.index]
+    return float(np.interp(np.log(row.n), np.log(known), np.log(at.loc[known, "time"].to_numpy())))
+
+
 def test_emulate_tunes_the_whole_range_on_a_kernel_interpolated_from_the_table(
     tmp_path, monkeypatch
 ):
@@ -226,15 +235,8 @@ def test_emulate_tunes_the_whole_range_on_a_kernel_interpolated_from_the_table(
     ok = store[store["status"] == "ok"]
     assert len(ok) == 40 and not ok["n"].isin([32, 64, 128, 256]).all()
     # each time is the interpolation times a noise the truth's passes measured
-    grid = np.log([32, 64, 128, 256])
     for row in ok.head(10).itertuples():
-        at = live[(live["block"] == row.block) & (live["order"] == row.order)].set_index("n")
-        known = [n for n in (32, 64, 128, 256) if n in at.index]
-        expected = np.interp(
-            np.log(row.n),
-            grid[[n in at.index for n in (32, 64, 128, 256)]],
-            np.log(at.loc[known, "time"].to_numpy()),
-        )
+        expected = interpolated_log_time(live, row)
         assert np.min(np.abs(np.log(row.time) - expected - noise)) < 1e-9
 
 
@@ -319,17 +321,8 @@ def test_drift_slows_runs_of_successive_measurements_and_never_speeds_one(tmp_pa
     assert json.loads((directory / "emulated_kernel.json").read_text())["drift"] == [0.3, 0.8]
     store = mlkaps_gpu.Campaign.open(directory / "campaign").store.load()
     ok = store[store["status"] == "ok"]
-    grid = np.log([32, 64, 128, 256])
-    slowdown = []
-    for row in ok.itertuples():  # the measurement against the table's interpolated time
-        at = live[(live["block"] == row.block) & (live["order"] == row.order)].set_index("n")
-        known = [n for n in (32, 64, 128, 256) if n in at.index]
-        expected = np.interp(
-            np.log(row.n),
-            grid[[n in at.index for n in (32, 64, 128, 256)]],
-            np.log(at.loc[known, "time"].to_numpy()),
-        )
-        slowdown.append(np.log(row.time) - expected)
+    # each measurement against the table's interpolated time
+    slowdown = [np.log(row.time) - interpolated_log_time(live, row) for row in ok.itertuples()]
     assert len(slowdown) == 40
     assert min(slowdown) >= -1e-9 and max(slowdown) > 0.01
     # the kernel itself, called 2,000 times at one cell of its table
